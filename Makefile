@@ -1,0 +1,65 @@
+# dcnet: a Linux 6.12 patchset for datacenter transport research.
+#
+#   make          install what is missing, build the release kernel, boot it,
+#                 run the default demonstration, print where its report is
+#   make check    the full test suite on the debug kernel (KASAN, lockdep)
+#
+# See README.md for every target.
+
+SHELL := /bin/bash
+ROOT := $(CURDIR)
+BUILD ?= $(ROOT)/build
+RESULTS ?= $(ROOT)/results
+export BUILD VENV := $(ROOT)/.venv
+PY := $(VENV)/bin/python
+
+.PHONY: all deps kernel kernel-debug kernel-release tools demo check check-host \
+	check-guest bench-d2tcp series checkpatch clean distclean help
+
+all: deps kernel-release tools demo
+
+help:
+	@sed -n '/^## /s/^## //p' README.md 2>/dev/null || true
+	@grep -E '^[a-z-]+:' Makefile | cut -d: -f1 | tr '\n' ' '; echo
+
+deps:
+	@scripts/deps.sh
+
+kernel: kernel-release
+
+kernel-debug: deps
+	@scripts/kernel.sh build debug
+
+kernel-release: deps
+	@scripts/kernel.sh build release
+
+tools:
+	@$(MAKE) -s -C testbed/tools
+
+# The default demonstration: D2TCP against DCTCP on the paper's deadline
+# microbenchmark (Fig. 6), scaled, on the release kernel.
+demo: tools
+	@$(PY) bench/d2tcp.py --kernel $(BUILD)/obj-release --out $(RESULTS)/demo --only fig6
+	@echo "demo report: $(RESULTS)/demo/report.md"
+
+check: deps kernel-debug tools
+	@scripts/check.sh
+
+# The host-side part of `make check` only (no kernel build, no VM).
+check-host: deps tools
+	@scripts/check.sh --host-only
+
+bench-d2tcp: deps kernel-release tools
+	@$(PY) bench/d2tcp.py --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-d2tcp
+	@echo "report: $(RESULTS)/bench-d2tcp/report.md"
+
+# The whole change as a git format-patch series against the pristine tree.
+series: deps
+	@scripts/series.sh $(ROOT)/dist
+
+clean:
+	rm -rf $(BUILD)/obj-debug $(BUILD)/obj-release $(BUILD)/linux $(RESULTS) dist
+	@$(MAKE) -s -C testbed/tools clean
+
+distclean: clean
+	rm -rf $(BUILD) $(VENV)

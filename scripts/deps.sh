@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Install what the project needs: Debian packages (apt) and a project-local
+# Python virtual environment (.venv, from PyPI).  Idempotent and quick when
+# everything is already there.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+
+PACKAGES=(
+	linux-source-6.12 build-essential bc bison flex libelf-dev libssl-dev dwarves
+	cpio kmod rsync xz-utils zstd ccache git patch
+	qemu-system-x86 busybox-static
+	iproute2 ethtool iputils-ping iperf3 sockperf nuttcp tcpdump
+	python3 python3-venv
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "deps: installing ${missing[*]}"
+	SUDO=
+	[ "$(id -u)" = 0 ] || SUDO=sudo
+	export DEBIAN_FRONTEND=noninteractive
+	$SUDO apt-get update -qq
+	$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+VENV=$ROOT/.venv
+REQ=$ROOT/scripts/requirements.txt
+stamp=$(sha256sum "$REQ" | cut -d' ' -f1)
+if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/.stamp" 2>/dev/null)" != "$stamp" ]; then
+	echo "deps: creating $VENV"
+	PY=$(command -v python3)
+	"$PY" -m venv "$VENV"
+	"$VENV/bin/pip" install -q --disable-pip-version-check -r "$REQ"
+	echo "$stamp" >"$VENV/.stamp"
+fi
+echo "deps: ok ($(dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null | sed 's/^/linux-source-6.12 /'), $("$VENV/bin/vng" --version))"

@@ -1,0 +1,31 @@
+"""The VM runner's splat detector: real splats fail a run, the debug
+kernel's normal boot messages do not."""
+from vmrun import find_splats
+
+BENIGN = """\
+[    0.000000] KernelAddressSanitizer initialized (generic)
+[    0.120000] RCU lockdep checking is enabled.
+[    0.130000] Lock dependency validator: Copyright (c) 2006 Red Hat, Inc., Ingo Molnar
+[    0.140000] Warning: unable to open an initial console.
+[    1.000000] KTAP version 1
+[    1.000001]     ok 1 d2tcp_gamma_reference
+"""
+
+SPLATS = [
+    "[   12.3] BUG: KASAN: slab-use-after-free in tcp_ack+0x1/0x2",
+    "[   12.3] WARNING: CPU: 1 PID: 42 at net/ipv4/tcp_input.c:100 tcp_ack+0x1/0x2",
+    "[   12.3] ------------[ cut here ]------------",
+    "[   12.3] WARNING: possible circular locking dependency detected",
+    "[   12.3] BUG: sleeping function called from invalid context at mm/slab.c:1",
+    "[   12.3] Oops: general protection fault, probably for non-canonical address",
+    "[   12.3] WARNING: possible recursive locking detected",
+]
+
+
+def test_benign_boot_log_is_clean():
+    assert find_splats(BENIGN) == []
+
+
+def test_each_splat_is_caught():
+    for s in SPLATS:
+        assert find_splats(BENIGN + s + "\n") == [s], s
