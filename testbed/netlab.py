@@ -8,7 +8,7 @@ import shlex
 import subprocess
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DLTRAFFIC = os.path.join(ROOT, "testbed", "tools", "dltraffic")
 
 
