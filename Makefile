@@ -8,9 +8,11 @@
 
 SHELL := /bin/bash
 ROOT := $(CURDIR)
-BUILD ?= $(ROOT)/build
+# Kernel trees and objects: one place per machine, shared by clones.
+BUILD ?= $(HOME)/.cache/dcnet/build
 RESULTS ?= $(ROOT)/results
-export BUILD VENV := $(ROOT)/.venv
+VENV := $(ROOT)/.venv
+export BUILD RESULTS VENV
 PY := $(VENV)/bin/python
 
 .PHONY: all deps kernel kernel-debug kernel-release tools demo check check-host \
@@ -58,8 +60,8 @@ series: deps
 	@scripts/series.sh $(ROOT)/dist
 
 clean:
-	rm -rf $(BUILD)/obj-debug $(BUILD)/obj-release $(BUILD)/linux $(RESULTS) dist
+	rm -rf $(RESULTS) dist
 	@$(MAKE) -s -C testbed/tools clean
 
 distclean: clean
-	rm -rf $(BUILD) $(VENV)
+	rm -rf $(BUILD)/obj-debug $(BUILD)/obj-release $(BUILD)/linux $(VENV)

@@ -6,7 +6,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${1:?output directory}
-BUILD=${BUILD:-$ROOT/build}
+BUILD=${BUILD:-${XDG_CACHE_HOME:-$HOME/.cache}/dcnet/build}
 WORK=${2:-$BUILD/series-work}
 PRISTINE=$BUILD/pristine
 

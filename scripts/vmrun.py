@@ -106,8 +106,10 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose):
     with open(console, "w") as con:
         try:
             # vng wants a terminal-ish stdin; give it /dev/null.
+            env = dict(os.environ)
+            env["PATH"] = os.path.dirname(argv[0]) + os.pathsep + env.get("PATH", "")
             proc = subprocess.run(argv, cwd=kdir, stdin=subprocess.DEVNULL, stdout=con,
-                                  stderr=subprocess.STDOUT, timeout=timeout)
+                                  stderr=subprocess.STDOUT, timeout=timeout, env=env)
             vng_rc = proc.returncode
         except subprocess.TimeoutExpired:
             vng_rc = None
