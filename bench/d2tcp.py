@@ -64,7 +64,7 @@ def guest_fig6(reps):
             lab = Lab(["h1", "h2", "h3", "h4", "rx"], prefix="b")
             try:
                 lab.bottleneck("rx", RATE_MBIT, K_BYTES, QUEUE_BYTES)
-                lab.server("rx", 5001)
+                lab.server("rx", 5001, cc=cc)
                 start = monotonic_us() + 500_000
                 procs = []
                 for i, (size, dl) in enumerate(zip(sizes, FIG6_DEADLINES_MS)):
@@ -109,7 +109,7 @@ def guest_fig7(queries):
                 lab.bottleneck("root", RATE_MBIT, K_BYTES, QUEUE_BYTES)
                 for leaf in leaves:
                     lab.spawn(leaf, [DLTRAFFIC, "server", "-p", "5001", "--cc", cc])
-                lab.server("root", 5002)
+                lab.server("root", 5002, cc=cc)
                 time.sleep(0.5)
                 start = monotonic_us() + 1_000_000
                 duration = queries * interval

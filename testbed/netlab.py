@@ -80,10 +80,16 @@ class Lab:
         self.procs.append(p)
         return p
 
-    def server(self, name, port=5001, v6=False):
+    def server(self, name, port=5001, v6=False, cc=None):
+        """A dltraffic server.  Receivers of DCTCP/D2TCP flows must run the
+        same kind of congestion control: Linux accepts ECN on a SYN that is
+        itself ECT (as DCTCP senders send it) only when the listener's
+        congestion control needs ECN."""
         args = [DLTRAFFIC, "server", "-p", str(port)]
         if v6:
             args.append("-6")
+        if cc:
+            args += ["--cc", cc]
         p = self.spawn(name, args)
         # wait until it listens
         for _ in range(100):

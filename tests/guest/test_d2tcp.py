@@ -98,7 +98,7 @@ def test_deadline_option_rejects_nonsense(family):
 def test_deadline_not_inherited_by_accepted_socket():
     ls = socket.socket()
     ls.bind(("127.0.0.1", 0))
-    set_deadline(ls, 10**6, 4096)
+    set_deadline(ls, 60 * 10**6, 4096)
     ls.listen(1)
     c = socket.create_connection(ls.getsockname())
     a, _ = ls.accept()
@@ -129,7 +129,7 @@ def test_deadline_counts_acked_bytes():
 @pytest.mark.parametrize("v6", [False, True])
 def test_ecn_negotiated_and_state_in_ss(lab_factory, v6):
     lab = lab_factory(["h1", "h3"], prefix="e")
-    lab.server("h3", 5001, v6=v6)
+    lab.server("h3", 5001, v6=v6, cc="d2tcp")
     dst = lab.ip("h3", v6)
     p = lab.spawn("h1", [DLTRAFFIC, "flow", "-c", dst, "-p", "5001", "--bytes", "40M",
                          "--cc", "d2tcp", "--id", "ecn"] + (["-6"] if v6 else []))
@@ -150,7 +150,7 @@ def test_falls_back_without_ecn(lab_factory):
     """A peer that refuses ECN gets Reno behaviour, as with DCTCP."""
     lab = lab_factory(["h1", "h3"], prefix="n")
     sh("sysctl -qw net.ipv4.tcp_ecn=0", ns=lab.ns("h3"))
-    lab.server("h3", 5001)
+    lab.server("h3", 5001)      # cubic listener, ECN off: no ECN
     p = lab.spawn("h1", [DLTRAFFIC, "flow", "-c", lab.ip("h3"), "-p", "5001", "--bytes", "40M",
                          "--cc", "d2tcp", "--id", "noecn"])
     ss = ""
@@ -171,7 +171,7 @@ FLOW_BYTES = 3_000_000
 def two_flows(lab, deadlines, cc="d2tcp", v6=False):
     """Two equal flows h1->h3 and h2->h3 through the marking bottleneck,
     started together; returns their flow records by id."""
-    lab.server("h3", 5001, v6=v6)
+    lab.server("h3", 5001, v6=v6, cc=cc)
     start = monotonic_us() + 300_000
     procs = []
     for name, dl in zip(("h1", "h2"), deadlines):
