@@ -24,10 +24,14 @@ sys.path.insert(0, os.path.join(ROOT, "testbed"))
 
 SCHEMES = ["dctcp", "d2tcp"]
 
-# The emulated bottleneck.  The TCG guest forwards MTU-sized packets
-# through a router namespace at a few hundred Mbit/s; 200 Mbit/s leaves
-# headroom so that the link, not the CPU, is the bottleneck.
-RATE_MBIT = 200
+# The emulated bottleneck.  What a TCG guest sustains depends on the host
+# (and on the kernel config), so by default the guest first measures one
+# unshaped cubic flow through the router namespace and sets the bottleneck
+# to RATE_FRACTION of that: the link, not the CPU, must be the bottleneck.
+# --rate-mbit fixes it instead.
+RATE_MBIT = 0
+RATE_FRACTION = 0.4
+CALIBRATE_BYTES = 8_000_000
 K_BYTES = 30000          # marking threshold: 20 packets, DCTCP's 1 Gbit/s K
 QUEUE_BYTES = 1_000_000  # port buffer
 
@@ -143,11 +147,33 @@ def guest_fig7(queries):
     return dict(resp_bytes=resp, deadline_us=dl, bg_bytes=bg_bytes, bg_every_us=bg_every, runs=runs)
 
 
+def calibrate():
+    """Mbit/s of one unshaped cubic flow h1 -> sw -> rx in this guest."""
+    from netlab import DLTRAFFIC, Lab, json_lines
+    lab = Lab(["h1", "rx"], prefix="c")
+    try:
+        lab.server("rx", 5001, cc="cubic")
+        p = lab.spawn("h1", [DLTRAFFIC, "flow", "-c", lab.ip("rx"), "-p", "5001", "--bytes",
+                             str(CALIBRATE_BYTES), "--cc", "cubic", "--id", "calibrate"])
+        out, err = p.communicate(timeout=600)
+        if p.returncode != 0:
+            raise RuntimeError(f"calibration flow failed: {err}")
+        rec = next(r for r in json_lines(out) if r["type"] == "flow")
+        return rec["bytes"] * 8 / rec["fct_us"]
+    finally:
+        lab.close()
+
+
 def guest_main(a):
+    global RATE_MBIT
     out = os.environ["DCNET_OUT"]
     subprocess.run("sysctl -qw net.ipv4.tcp_ecn=1", shell=True)
     subprocess.run("modprobe tcp_dctcp; modprobe tcp_d2tcp", shell=True, check=True)
-    raw = dict(kernel=os.uname().release, rate_mbit=RATE_MBIT, k_bytes=K_BYTES, queue_bytes=QUEUE_BYTES,
+    sustained = calibrate()
+    RATE_MBIT = a.rate_mbit or max(1, int(sustained * RATE_FRACTION))
+    print(f"calibration: one unshaped flow {sustained:.1f} Mbit/s; bottleneck {RATE_MBIT} Mbit/s",
+          flush=True)
+    raw = dict(kernel=os.uname().release, rate_mbit=RATE_MBIT, sustained_mbit=sustained, k_bytes=K_BYTES, queue_bytes=QUEUE_BYTES,
                fig6_scale=fig6_scale(), fig7_scale=fig7_scale(), fig7_time_scale=FIG7_TIME_SCALE)
     if a.only in (None, "fig6"):
         raw["fig6"] = guest_fig6(a.reps)
@@ -160,7 +186,8 @@ def guest_main(a):
 # ----------------------------------------------------------------- host side
 
 def analyse(raw):
-    res = dict(kernel=raw["kernel"], rate_mbit=raw["rate_mbit"], k_bytes=raw["k_bytes"],
+    res = dict(kernel=raw["kernel"], rate_mbit=raw["rate_mbit"], sustained_mbit=raw.get("sustained_mbit"),
+               k_bytes=raw["k_bytes"],
                queue_bytes=raw["queue_bytes"])
     if "fig6" in raw:
         f6 = raw["fig6"]
@@ -254,7 +281,9 @@ def plots(raw, res, out):
 
 def report(res, pngs, out, elapsed):
     L = ["# D2TCP against DCTCP", "",
-         f"Kernel `{res['kernel']}` (release config) under virtme-ng, TCG, 2 vCPUs. "
+         f"Kernel `{res['kernel']}` under virtme-ng, TCG, 2 vCPUs. One unshaped cubic flow "
+         f"through the router namespace sustained {res['sustained_mbit'] or 0:.1f} Mbit/s in this guest; "
+         f"the bottleneck is scaled to that. "
          f"Bottleneck: HTB {res['rate_mbit']} Mbit/s with RED marking CE above K = {res['k_bytes']} B "
          f"(min = K, max = K + 1 packet, probability 1), {res['queue_bytes']} B buffer. "
          f"Both schemes in the same run, same topology, same seeds. Run time {elapsed:.0f} s.", ""]
@@ -304,7 +333,7 @@ def host_main(a):
     os.makedirs(out, exist_ok=True)
     t0 = time.time()
     cmd = [os.path.join(ROOT, ".venv", "bin", "python"), os.path.abspath(__file__), "--guest",
-           "--reps", str(a.reps), "--queries", str(a.queries)]
+           "--reps", str(a.reps), "--queries", str(a.queries), "--rate-mbit", str(a.rate_mbit)]
     if a.only:
         cmd += ["--only", a.only]
     rc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "vmrun.py"), "--kernel", a.kernel,
@@ -330,6 +359,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "results", "bench-d2tcp"))
     ap.add_argument("--only", choices=["fig6", "fig7"])
     ap.add_argument("--reps", type=int, default=3, help="repetitions of fig6 per scheme")
+    ap.add_argument("--rate-mbit", type=int, default=0,
+                    help="bottleneck rate; 0 (default): measure the guest and scale to it")
     ap.add_argument("--queries", type=int, default=60, help="queries per fan-in and scheme in fig7")
     a = ap.parse_args()
     (guest_main if a.guest else host_main)(a)
