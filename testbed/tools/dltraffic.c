@@ -44,6 +44,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <netinet/in.h>
+#include <linux/inet_diag.h>
 #include <linux/tcp.h>
 
 #ifndef TCP_DEADLINE
@@ -720,8 +721,10 @@ static void *sampler_thread(void *arg)
 	pthread_mutex_lock(&s->lock);
 	while (!s->stop) {
 		struct tcp_info ti;
-		socklen_t len = sizeof(ti);
+		union tcp_cc_info ci;
+		socklen_t len = sizeof(ti), clen;
 		struct timespec ts;
+		int alpha;
 		u64 t;
 
 		next += s->period_us;
@@ -735,10 +738,19 @@ static void *sampler_thread(void *arg)
 		memset(&ti, 0, sizeof(ti));
 		if (getsockopt(s->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
 			continue;
+		/* DCTCP and D2TCP report alpha (of 1024) through TCP_CC_INFO */
+		memset(&ci, 0, sizeof(ci));
+		clen = sizeof(ci);
+		alpha = -1;
+		if (!getsockopt(s->fd, IPPROTO_TCP, TCP_CC_INFO, &ci, &clen) &&
+		    clen >= sizeof(ci.dctcp) && ci.dctcp.dctcp_enabled)
+			alpha = ci.dctcp.dctcp_alpha;
 		t = now_us();
 		emit("{\"type\":\"sample\",\"id\":\"%s\",\"t_us\":%" PRIu64
-		     ",\"bytes_acked\":%llu}", s->id, t - s->start_us,
-		     (unsigned long long)ti.tcpi_bytes_acked);
+		     ",\"bytes_acked\":%llu,\"cwnd\":%u,\"srtt_us\":%u"
+		     ",\"alpha\":%d}", s->id, t - s->start_us,
+		     (unsigned long long)ti.tcpi_bytes_acked, ti.tcpi_snd_cwnd,
+		     ti.tcpi_rtt, alpha);
 		if (t >= next + s->period_us)	/* fell behind: skip, not burst */
 			next += (t - next) / s->period_us * s->period_us;
 	}
