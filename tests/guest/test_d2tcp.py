@@ -284,7 +284,8 @@ def test_nearer_deadline_gets_more(lab_factory, d_cap_4, v6):
     # bottleneck itself, so the experiment runs twice with the roles
     # swapped and the near flow's mean share is judged.  Measured with
     # d_cap 2 and a 7 s deadline: 0.66 (IPv4) and 0.52 (IPv6) in one run,
-    # 0.67 and 0.67 with the near flow first in another.
+    # 0.67 and 0.67 with the near flow first in another.  With d_cap 4 and
+    # a 6 s deadline: 0.595/0.706 (IPv4), 0.817/0.702 (IPv6).
     near, far = 6_000_000, 120_000_000
     recs1, samples1 = two_flows(lab, [near, far], v6=v6)
     recs2, samples2 = two_flows(lab, [far, near], v6=v6, tag="_swapped")
@@ -292,4 +293,4 @@ def test_nearer_deadline_gets_more(lab_factory, d_cap_4, v6):
     s1 = share_while_both_run(recs1, samples1, "h1", "h2")
     s2 = share_while_both_run(recs2, samples2, "h2", "h1")
     print(f"near flow's share: {s1:.3f} first, {s2:.3f} swapped")
-    assert (s1 + s2) / 2 > 0.52, (s1, s2, recs1, recs2)
+    assert (s1 + s2) / 2 > 0.55, (s1, s2, recs1, recs2)
