@@ -270,16 +270,23 @@ def test_equal_share_without_deadlines(lab_factory, v6):
 @pytest.fixture
 def d_cap_4():
     """d in [1/4, 4] instead of [1/2, 2]: a wider spread of cuts, so the
-    effect stands out of the guest's noise."""
-    path = "/sys/module/tcp_d2tcp/parameters/d_cap"
+    effect stands out of the guest's noise; and alpha starting at 0, not
+    1: at alpha = 1 every flow halves whatever its d (1^d = 1), and alpha
+    decays from there with a time constant of 16 round trips, about 3 s in
+    this guest, which is most of the time the near deadline leaves."""
     sh("modprobe tcp_d2tcp")
-    with open(path) as f:
-        old = f.read().strip()
-    with open(path, "w") as f:
-        f.write("4")
+    params = "/sys/module/tcp_d2tcp/parameters/"
+    want = {"d_cap": "4", "alpha_on_init": "0"}
+    old = {}
+    for name, value in want.items():
+        with open(params + name) as f:
+            old[name] = f.read().strip()
+        with open(params + name, "w") as f:
+            f.write(value)
     yield
-    with open(path, "w") as f:
-        f.write(old)
+    for name, value in old.items():
+        with open(params + name, "w") as f:
+            f.write(value)
 
 
 @pytest.mark.parametrize("v6", [False, True])
