@@ -413,8 +413,11 @@ static void d2tcp_deadline_bends_the_cut(struct kunit *test)
 		d2tcp_test_step(skb, 40, 20, 100);
 	}
 
-	/* 10 MB in 1 ms at W = 100 x 1448 B and srtt 100 us: d = 2 */
-	KUNIT_ASSERT_EQ(test, d2tcp_test_set_deadline(b, 1000, 10000000), 0);
+	/* 10 GB in 1 s at W = 100 x 1448 B and srtt 100 us: Tc = 9.2 s, so
+	 * d = 2 (the cap).  A deadline of 1 ms, as this once was, passed
+	 * before the cut in a debug kernel under TCG, and d fell back to 1.
+	 */
+	KUNIT_ASSERT_EQ(test, d2tcp_test_set_deadline(b, 1000000, 10000000000ULL), 0);
 	d2tcp_test_cut(test, ska, skb, &ssa, &ssb);
 	KUNIT_EXPECT_GT(test, ssb, ssa);
 	/* p = alpha^2: the cut is about alpha / 2 of DCTCP's */
