@@ -16,7 +16,7 @@ export BUILD RESULTS VENV
 PY := $(VENV)/bin/python
 
 .PHONY: all deps kernel kernel-debug kernel-release tools demo check check-host \
-	check-guest bench-d2tcp series checkpatch clean distclean help
+	check-guest bench-d2tcp bench-htb iproute2 series checkpatch clean distclean help
 
 all: deps kernel-release tools demo
 
@@ -35,8 +35,12 @@ kernel-debug: deps
 kernel-release: deps
 	@scripts/kernel.sh build release
 
-tools:
+tools: iproute2
 	@$(MAKE) -s -C testbed/tools
+
+# tc with iproute2-patches/ applied, in $(BUILD)/iproute2/tc/tc
+iproute2:
+	@scripts/iproute2.sh
 
 # The default demonstration: D2TCP against DCTCP on the paper's deadline
 # microbenchmark (Fig. 6), scaled, on the release kernel.
@@ -54,6 +58,10 @@ check-host: deps tools
 bench-d2tcp: deps kernel-release tools
 	@$(PY) bench/d2tcp.py --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-d2tcp
 	@echo "report: $(RESULTS)/bench-d2tcp/report.md"
+
+bench-htb: deps kernel-release tools
+	@$(PY) bench/htb.py --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-htb
+	@echo "report: $(RESULTS)/bench-htb/report.md"
 
 # The whole change as a git format-patch series against the pristine tree.
 series: deps

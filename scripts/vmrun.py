@@ -62,6 +62,7 @@ GUEST_SCRIPT = """#!/bin/sh
 # written by scripts/vmrun.py
 export DCNET_OUT={out}
 export PATH={venv}/bin:$PATH
+export DCNET_TC={tc}
 cd {root}
 echo "dcnet guest: $(uname -r) $(nproc) cpus" > {out}/guest.log
 {cmd} >> {out}/guest.log 2>&1
@@ -90,7 +91,12 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose):
             pass
     script = os.path.join(out, "guest.sh")
     with open(script, "w") as f:
+        # tc with the project's iproute2 patches (scripts/iproute2.sh)
+        build = os.environ.get("BUILD") or os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "dcnet", "build")
+        tc = os.path.join(build, "iproute2", "tc", "tc")
         f.write(GUEST_SCRIPT.format(out=shlex.quote(out), root=shlex.quote(ROOT),
+                                    tc=shlex.quote(tc if os.path.exists(tc) else "tc"),
                                     venv=shlex.quote(os.path.join(ROOT, ".venv")),
                                     cmd=" ".join(shlex.quote(c) for c in cmd)))
     os.chmod(script, 0o755)

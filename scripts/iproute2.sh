@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Build tc from Debian's iproute2 6.1 source with iproute2-patches/ applied.
+# The result is $BUILD/iproute2/tc/tc; the system's tc is left alone (an
+# unpatched tc keeps working on the patched kernel).  Rebuilds only when
+# the patches change.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-${XDG_CACHE_HOME:-$HOME/.cache}/dcnet/build}
+SRC=$BUILD/iproute2-src
+TREE=$BUILD/iproute2
+log() { echo "iproute2: $*"; }
+die() { echo "iproute2: $*" >&2; exit 1; }
+
+stamp=$(cat "$ROOT"/iproute2-patches/*.patch | sha256sum | cut -d' ' -f1)
+if [ -x "$TREE/tc/tc" ] && [ "$(cat "$TREE/.dcnet-stamp" 2>/dev/null)" = "$stamp" ]; then
+	exit 0
+fi
+
+# The source package, through a private deb-src list: the system's apt
+# configuration is left as it is.
+if ! ls "$SRC"/iproute2_*.orig.tar.* >/dev/null 2>&1; then
+	log "fetching the iproute2 source package"
+	mkdir -p "$SRC/sources.list.d" "$SRC/lists/partial" "$SRC/cache/archives/partial"
+	cat >"$SRC/sources.list.d/dcnet-src.sources" <<-EOF
+	Types: deb-src
+	URIs: http://deb.debian.org/debian
+	Suites: bookworm
+	Components: main
+	Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+	EOF
+	apt=(apt-get -qq -o Dir::Etc::SourceParts="$SRC/sources.list.d" -o Dir::Etc::SourceList=/dev/null
+		-o Dir::State::Lists="$SRC/lists" -o Dir::Cache="$SRC/cache")
+	"${apt[@]}" update
+	(cd "$SRC" && "${apt[@]}" source --download-only iproute2 2>&1 | grep -v unsandboxed || true)
+	ls "$SRC"/iproute2_*.orig.tar.* >/dev/null 2>&1 || die "apt-get source iproute2 failed"
+fi
+
+rm -rf "$TREE"
+mkdir -p "$TREE"
+tar -C "$TREE" --strip-components=1 -xf "$(ls "$SRC"/iproute2_*.orig.tar.* | head -1)"
+for p in "$ROOT"/iproute2-patches/*.patch; do
+	patch -d "$TREE" -p1 -s --no-backup-if-mismatch <"$p" || die "$(basename "$p") does not apply"
+done
+log "building tc ($(cat "$TREE/include/version.h" 2>/dev/null | grep -o '"[^"]*"' | head -1))"
+(cd "$TREE" && ./configure >configure.log 2>&1 &&
+	make -j"$(nproc)" SUBDIRS="lib tc" >build.log 2>&1) || { tail -20 "$TREE/build.log" >&2; die "build failed"; }
+echo "$stamp" >"$TREE/.dcnet-stamp"
+log "built $TREE/tc/tc"
