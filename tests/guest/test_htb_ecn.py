@@ -1,0 +1,396 @@
+"""HTB congestion signals (ecn_thresh / ecn_mode ce|ece|rwnd) in the booted
+kernel, configured with the project's tc: configuration round trip and
+errors, stock HTB untouched, CE marks only above the threshold, ECE
+reaching a DCTCP sender, receive windows lowered (never raised) with
+valid checksums.
+
+The limiter sits on the router namespace's port towards the receiver h3,
+as a hypervisor's limiter on a routed VM port would: data from h1 leaves
+through it, h3's ACKs enter through the same device.
+"""
+import json
+import os
+import shlex
+import statistics
+import struct
+import subprocess
+import time
+
+import pytest
+
+from netlab import DLTRAFFIC, json_lines, sh
+
+TC = os.environ.get("DCNET_TC", "tc")
+SYSTEM_TC = "/usr/sbin/tc" if os.path.exists("/usr/sbin/tc") else "/sbin/tc"
+# The debug guest under TCG moves ~5 Mbit/s per flow: shape well below.
+RATE_MBIT = 2
+K = 15000                   # 10 packets, 60 ms at 2 Mbit/s
+FLOW_BYTES = 800_000        # 3.2 s at 2 Mbit/s
+
+
+def tc(args, ns, check=True):
+    return sh(f"{TC} {args}", ns=ns, check=check)
+
+
+def tc_fails(args, ns):
+    """Run tc, expect it to fail; return its stderr."""
+    p = subprocess.run(["ip", "netns", "exec", ns, TC] + shlex.split(args),
+                       capture_output=True, text=True)
+    assert p.returncode != 0, f"tc {args} succeeded"
+    return p.stderr
+
+
+def limiter(lab, ecn="", dev="h3"):
+    tc(f"qdisc add dev {dev} root handle 1: htb default 10", lab.sw)
+    tc(f"class add dev {dev} parent 1: classid 1:10 htb rate {RATE_MBIT}mbit"
+       f" ceil {RATE_MBIT}mbit {ecn}", lab.sw)
+
+
+def find(obj, key):
+    """The value of key anywhere in a tc -j dump, or None."""
+    if isinstance(obj, dict):
+        if key in obj:
+            return obj[key]
+        obj = list(obj.values())
+    if isinstance(obj, list):
+        for v in obj:
+            r = find(v, key)
+            if r is not None:
+                return r
+    return None
+
+
+def class_json(lab, dev="h3", classid="1:10", stats=True):
+    for c in json.loads(tc(f"{'-s ' if stats else ''}-j class show dev {dev}", lab.sw)):
+        if c.get("handle") == classid:
+            return c
+    raise AssertionError(f"class {classid} not found on {dev}")
+
+
+def counter(lab, name, dev="h3"):
+    v = find(class_json(lab, dev), name)
+    assert v is not None, f"{name} missing from tc -s -j class show"
+    return v
+
+
+def nstat(ns, name):
+    out = sh(f"nstat -asz {name}", ns=ns)
+    for line in out.splitlines():
+        f = line.split()
+        if f and f[0] == name:
+            return int(f[1])
+    return 0
+
+
+def lab3(lab_factory, prefix):
+    return lab_factory(["h1", "h3"], prefix=prefix)
+
+
+def flow(lab, nbytes=FLOW_BYTES, cc="dctcp", v6=False, server=True, sample_ms=100):
+    """One flow h1 -> h3; returns its record and its samples."""
+    if server:
+        lab.server("h3", 5001, v6=v6, cc=cc)
+    args = [DLTRAFFIC, "flow", "-c", lab.ip("h3", v6), "-p", "5001", "--bytes", str(nbytes),
+            "--cc", cc, "--id", "f"]
+    if sample_ms:
+        args += ["--sample-ms", str(sample_ms)]
+    if v6:
+        args.append("-6")
+    p = lab.spawn("h1", args)
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err
+    recs = json_lines(out)
+    rec = [r for r in recs if r["type"] == "flow"][0]
+    return rec, [r for r in recs if r["type"] == "sample"]
+
+
+def need_patched_tc():
+    assert TC != "tc" and os.path.exists(TC), \
+        "the patched tc was not built (make iproute2): DCNET_TC is unset"
+
+
+# ------------------------------------------------------------ configuration
+
+def test_configuration_round_trip(lab_factory):
+    need_patched_tc()
+    lab = lab3(lab_factory, "hc")
+    limiter(lab, f"ecn_thresh {K} ecn_mode ece")
+    text = tc("class show dev h3", lab.sw)
+    assert "ecn_thresh 15000b ecn_mode ece" in text, text
+    c = class_json(lab, stats=False)
+    assert (c["ecn_thresh"], c["ecn_mode"]) == (K, "ece"), c
+    # a threshold alone selects ce; other parameters keep the settings
+    tc(f"class change dev h3 parent 1: classid 1:10 htb rate {RATE_MBIT}mbit ecn_mode rwnd", lab.sw)
+    c = class_json(lab, stats=False)
+    assert (c["ecn_thresh"], c["ecn_mode"]) == (K, "rwnd"), c
+    tc(f"class change dev h3 parent 1: classid 1:10 htb rate {RATE_MBIT}mbit ecn_mode none", lab.sw)
+    c = class_json(lab, stats=False)
+    assert "ecn_mode" not in c and "ecn_thresh" not in c, c
+    tc(f"class add dev h3 parent 1: classid 1:20 htb rate 1mbit ecn_thresh 20kb", lab.sw)
+    c = class_json(lab, classid="1:20", stats=False)
+    assert (c["ecn_thresh"], c["ecn_mode"]) == (20 * 1024, "ce"), c
+    # the counters are there, at zero
+    s = class_json(lab)
+    for name in ("ecn_ce_marked", "ecn_ece_marked", "rwnd_rewrites"):
+        assert find(s, name) == 0, s
+
+
+def test_stock_htb_unchanged_and_unpatched_tc_works(lab_factory):
+    lab = lab3(lab_factory, "hs")
+    limiter(lab)                # no new parameters
+    rec, _ = flow(lab, nbytes=300_000, cc="dctcp", sample_ms=0)
+    assert rec["bytes"] == 300_000
+    c = class_json(lab)
+    assert "ecn_mode" not in c and "ecn_thresh" not in c, c
+    for name in ("ecn_ce_marked", "ecn_ece_marked", "rwnd_rewrites"):
+        assert find(c, name) == 0, c
+    # Debian's unpatched tc reads the longer xstats and configures HTB
+    out = sh(f"{SYSTEM_TC} -s class show dev h3", ns=lab.sw)
+    assert "lended:" in out and "tokens:" in out, out
+    sh(f"{SYSTEM_TC} class add dev h3 parent 1: classid 1:30 htb rate 1mbit", ns=lab.sw)
+    assert "1:30" in sh(f"{SYSTEM_TC} class show dev h3", ns=lab.sw)
+
+
+def test_bad_configuration_is_refused(lab_factory):
+    need_patched_tc()
+    lab = lab3(lab_factory, "hb")
+    sw = lab.sw
+    limiter(lab)
+    add = f"class add dev h3 parent 1: classid 1:11 htb rate {RATE_MBIT}mbit"
+    assert "needs a non-zero ecn_thresh" in tc_fails(f"{add} ecn_mode ece", sw)
+    assert "ecn_thresh must be" in tc_fails(f"{add} ecn_thresh 0", sw)
+    assert "ecn_mode is one of" in tc_fails(f"{add} ecn_thresh 10kb ecn_mode red", sw)
+    # threshold at or above the leaf fifo's limit
+    tc("qdisc add dev h3 parent 1:10 handle 10: bfifo limit 10kb", sw)
+    err = tc_fails(f"class change dev h3 parent 1: classid 1:10 htb rate {RATE_MBIT}mbit ecn_thresh 20kb", sw)
+    assert "not below the class queue limit" in err, err
+    # inner classes do not queue
+    tc(f"class add dev h3 parent 1:10 classid 1:12 htb rate 1mbit", sw)
+    err = tc_fails(f"class change dev h3 parent 1: classid 1:10 htb rate {RATE_MBIT}mbit ecn_thresh 5kb", sw)
+    assert "leaf classes only" in err, err
+    # ece/rwnd need HTB at the root
+    tc("qdisc add dev h1 root handle 1: prio", sw)
+    tc("qdisc add dev h1 parent 1:1 handle 2: htb", sw)
+    err = tc_fails("class add dev h1 parent 2: classid 2:10 htb rate 1mbit ecn_thresh 15kb ecn_mode rwnd", sw)
+    assert "root qdisc" in err, err
+    # ... but ce does not
+    tc("class add dev h1 parent 2: classid 2:10 htb rate 1mbit ecn_thresh 15kb ecn_mode ce", sw)
+    # an ifb device never sees the ACKs
+    if subprocess.run(["ip", "netns", "exec", sw, "ip", "link", "add", "ifb0", "type", "ifb"],
+                      capture_output=True).returncode == 0:
+        tc("qdisc add dev ifb0 root handle 1: htb", sw)
+        err = tc_fails("class add dev ifb0 parent 1: classid 1:10 htb rate 1mbit ecn_thresh 15kb ecn_mode ece", sw)
+        assert "never arrive on ifb0" in err, err
+    # nothing was half applied, and the qdisc still works
+    assert "ecn" not in tc("class show dev h3", sw)
+    rec, _ = flow(lab, nbytes=100_000, sample_ms=0)
+    assert rec["bytes"] == 100_000
+
+
+# ------------------------------------------------------------------ ce mode
+
+@pytest.mark.parametrize("v6", [False, True])
+def test_ce_marks_only_above_threshold(lab_factory, v6):
+    lab = lab3(lab_factory, "he6" if v6 else "he4")
+    limiter(lab, f"ecn_thresh {K} ecn_mode ce")
+    lab.server("h3", 5001, v6=v6, cc="dctcp")
+    # small flows: 6 packets never make a backlog of 10
+    for _ in range(3):
+        flow(lab, nbytes=8000, v6=v6, server=False, sample_ms=0)
+        time.sleep(0.2)
+    assert counter(lab, "ecn_ce_marked") == 0
+    ce_mib = "Ip6InCEPkts" if v6 else "IpExtInCEPkts"
+    ce_in = nstat(lab.ns("h3"), ce_mib)
+    # a bulk DCTCP flow: marked, and kept near the threshold
+    rec, samples = flow(lab, v6=v6, server=False)
+    marked = counter(lab, "ecn_ce_marked")
+    assert marked > 0
+    assert nstat(lab.ns("h3"), ce_mib) - ce_in > 0, "the receiver saw no CE"
+    assert counter(lab, "ecn_ece_marked") == 0
+    # a flow that is not ECN capable is never marked, backlog or not
+    sh("sysctl -qw net.ipv4.tcp_ecn=0", ns=lab.ns("h1"))
+    lab.server("h3", 5002, v6=v6, cc="cubic")
+    args = [DLTRAFFIC, "flow", "-c", lab.ip("h3", v6), "-p", "5002", "--bytes", str(FLOW_BYTES),
+            "--cc", "cubic", "--id", "noecn", "--sample-ms", "100"] + (["-6"] if v6 else [])
+    p = lab.spawn("h1", args)
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err
+    srtt = [r["srtt_us"] for r in json_lines(out) if r["type"] == "sample"]
+    # it did build a backlog beyond K (K alone is 60 ms at this rate) ...
+    assert max(srtt) > 2 * K * 8 / RATE_MBIT, srtt
+    # ... and got no mark
+    assert counter(lab, "ecn_ce_marked") == marked
+
+
+# ----------------------------------------------------------------- ece mode
+
+def median_srtt(samples):
+    # the first second is slow start
+    t0 = samples[0]["t_us"]
+    v = [s["srtt_us"] for s in samples if s["t_us"] - t0 > 1_000_000]
+    return statistics.median(v or [s["srtt_us"] for s in samples])
+
+
+@pytest.mark.parametrize("v6", [False, True])
+def test_ece_reaches_dctcp_sender_and_cuts_the_queue(lab_factory, v6):
+    lab = lab3(lab_factory, "hE6" if v6 else "hE4")
+    limiter(lab)
+    plain, plain_s = flow(lab, v6=v6)
+    tc(f"class change dev h3 parent 1: classid 1:10 htb rate {RATE_MBIT}mbit"
+       f" ceil {RATE_MBIT}mbit ecn_thresh {K} ecn_mode ece", lab.sw)
+    ce_mib = "Ip6InCEPkts" if v6 else "IpExtInCEPkts"
+    ce_in = nstat(lab.ns("h3"), ce_mib)
+    dce = nstat(lab.ns("h1"), "TcpExtTCPDeliveredCE")
+    ece, ece_s = flow(lab, v6=v6, server=False)
+    marked = counter(lab, "ecn_ece_marked")
+    assert marked > 0
+    assert counter(lab, "ecn_ce_marked") == 0
+    # the signal reached the sender's DCTCP, and not through CE marks
+    assert nstat(lab.ns("h1"), "TcpExtTCPDeliveredCE") - dce > 0
+    assert nstat(lab.ns("h3"), ce_mib) - ce_in == 0
+    rtt_plain, rtt_ece = median_srtt(plain_s), median_srtt(ece_s)
+    print(f"median srtt: plain HTB {rtt_plain / 1000:.0f} ms, ece {rtt_ece / 1000:.0f} ms;"
+          f" fct {plain['fct_us'] / 1e6:.2f} s vs {ece['fct_us'] / 1e6:.2f} s; {marked} ACKs marked")
+    assert rtt_ece < 0.5 * rtt_plain, (rtt_plain, rtt_ece)
+    # and the limiter stays busy: at most 25% slower than plain HTB
+    assert ece["fct_us"] < 1.25 * plain["fct_us"], (plain, ece)
+
+
+# ---------------------------------------------------------------- rwnd mode
+
+def pcap_packets(path):
+    """(ip bytes, ethertype) of each frame of an Ethernet pcap."""
+    with open(path, "rb") as f:
+        data = f.read()
+    magic = struct.unpack("<I", data[:4])[0]
+    e = "<" if magic in (0xA1B2C3D4, 0xA1B23C4D) else ">"
+    off = 24
+    while off + 16 <= len(data):
+        _, _, incl, _ = struct.unpack(e + "IIII", data[off:off + 16])
+        frame = data[off + 16:off + 16 + incl]
+        off += 16 + incl
+        if len(frame) >= 14:
+            yield frame[14:], struct.unpack("!H", frame[12:14])[0]
+
+
+def csum(data):
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return s
+
+
+def tcp_segments(path):
+    """Each TCP segment: dict with ack, window, tsval and whether the IP and
+    TCP checksums verify."""
+    for ip, etype in pcap_packets(path):
+        if etype == 0x0800 and ip[9] == 6:
+            ihl = (ip[0] & 15) * 4
+            tot = struct.unpack("!H", ip[2:4])[0]
+            ip_ok = csum(ip[:ihl]) == 0xFFFF
+            tcp = ip[ihl:tot]
+            pseudo = ip[12:20] + struct.pack("!BBH", 0, 6, len(tcp))
+        elif etype == 0x86DD and ip[6] == 6:
+            plen = struct.unpack("!H", ip[4:6])[0]
+            ip_ok = True
+            tcp = ip[40:40 + plen]
+            pseudo = ip[8:40] + struct.pack("!IxxxB", len(tcp), 6)
+        else:
+            continue
+        if len(tcp) < 20:
+            continue
+        ack, = struct.unpack("!I", tcp[8:12])
+        win, = struct.unpack("!H", tcp[14:16])
+        doff = (tcp[12] >> 4) * 4
+        tsval = None
+        opt = tcp[20:doff]
+        i = 0
+        while i < len(opt):
+            if opt[i] == 0:
+                break
+            if opt[i] == 1:
+                i += 1
+                continue
+            if i + 1 >= len(opt) or opt[i + 1] < 2:
+                break
+            if opt[i] == 8 and opt[i + 1] == 10:
+                tsval, = struct.unpack("!I", opt[i + 2:i + 6])
+            i += opt[i + 1]
+        yield dict(ack=ack, win=win, tsval=tsval, syn=bool(tcp[13] & 2),
+                   ok=ip_ok and csum(pseudo + tcp) == 0xFFFF)
+
+
+def capture(lab, ns, dev, path, port=5001):
+    p = subprocess.Popen(["ip", "netns", "exec", ns, "tcpdump", "-U", "-n", "-s", "128", "-i", dev,
+                          "-w", path, f"tcp and src port {port}"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    lab.procs.append(p)
+    time.sleep(1.5)             # tcpdump is slow to start under TCG
+    return p
+
+
+def stop(p):
+    time.sleep(0.5)
+    p.terminate()
+    p.wait(timeout=10)
+
+
+def rwnd_run(lab, v6, tag):
+    out = os.environ["DCNET_OUT"]
+    before = os.path.join(out, f"rwnd-{tag}-limiter-in.pcap")
+    after = os.path.join(out, f"rwnd-{tag}-sender-in.pcap")
+    c1 = capture(lab, lab.sw, "h3", before)
+    c2 = capture(lab, lab.ns("h1"), "eth0", after)
+    rec, samples = flow(lab, cc="cubic", v6=v6, server=False)
+    stop(c1)
+    stop(c2)
+    # ACKs are matched by (ack, TSval); duplicates may carry several windows
+    orig = {}
+    for s in tcp_segments(before):
+        if not s["syn"]:
+            orig.setdefault((s["ack"], s["tsval"]), set()).add(s["win"])
+    seen = [s for s in tcp_segments(after) if not s["syn"]]
+    assert seen and orig, "nothing captured"
+    pairs = [(orig[(s["ack"], s["tsval"])], s["win"], s["ok"]) for s in seen
+             if (s["ack"], s["tsval"]) in orig]
+    assert len(pairs) > 0.9 * len(seen), (len(pairs), len(seen))
+    return rec, samples, pairs
+
+
+@pytest.mark.parametrize("v6", [False, True])
+def test_rwnd_lowers_windows_never_raises_them_checksums_valid(lab_factory, v6):
+    lab = lab3(lab_factory, "hr6" if v6 else "hr4")
+    # cubic without ECN: the mode is for senders that ignore ECN
+    sh("sysctl -qw net.ipv4.tcp_ecn=0", ns=lab.ns("h1"))
+    # h3 computes full checksums, so that a wrong one would show
+    sh("ethtool -K eth0 tx off >/dev/null", ns=lab.ns("h3"))
+    limiter(lab)
+    lab.server("h3", 5001, v6=v6, cc="cubic")
+    csum_err = nstat(lab.ns("h1"), "TcpInCsumErrors")
+
+    # stock HTB: every ACK passes as it was sent
+    plain, plain_s, pairs = rwnd_run(lab, v6, f"plain{6 if v6 else 4}")
+    assert all(a in b for b, a, _ in pairs), "stock HTB changed a window"
+    assert all(ok for _, _, ok in pairs)
+
+    tc(f"class change dev h3 parent 1: classid 1:10 htb rate {RATE_MBIT}mbit"
+       f" ceil {RATE_MBIT}mbit ecn_thresh {K} ecn_mode rwnd", lab.sw)
+    rw, rw_s, pairs = rwnd_run(lab, v6, f"rwnd{6 if v6 else 4}")
+    lowered = sum(1 for b, a, _ in pairs if a < min(b))
+    raised = sum(1 for b, a, _ in pairs if a > max(b))
+    bad = sum(1 for _, _, ok in pairs if not ok)
+    rewrites = counter(lab, "rwnd_rewrites")
+    rtt_plain, rtt_rw = median_srtt(plain_s), median_srtt(rw_s)
+    print(f"{len(pairs)} ACKs: {lowered} lowered, {raised} raised, {bad} bad checksums;"
+          f" rwnd_rewrites {rewrites}; median srtt {rtt_plain / 1000:.0f} ms plain,"
+          f" {rtt_rw / 1000:.0f} ms rwnd; fct {plain['fct_us'] / 1e6:.2f} s vs {rw['fct_us'] / 1e6:.2f} s")
+    assert lowered > 0 and rewrites >= lowered
+    assert raised == 0
+    assert bad == 0
+    assert nstat(lab.ns("h1"), "TcpInCsumErrors") == csum_err
+    assert counter(lab, "ecn_ece_marked") == 0 and counter(lab, "ecn_ce_marked") == 0
+    # the point of it: the queue, and with it the RTT, shrinks
+    assert rtt_rw < 0.5 * rtt_plain, (rtt_plain, rtt_rw)
+    assert rw["fct_us"] < 1.25 * plain["fct_us"], (plain, rw)
