@@ -118,17 +118,17 @@ def test_configuration_round_trip(lab_factory):
     text = tc("class show dev h3", lab.sw)
     assert "ecn_thresh 15000b ecn_mode ece" in text, text
     c = class_json(lab, stats=False)
-    assert (c["ecn_thresh"], c["ecn_mode"]) == (K, "ece"), c
+    assert (find(c, "ecn_thresh"), find(c, "ecn_mode")) == (K, "ece"), c
     # a threshold alone selects ce; other parameters keep the settings
     tc(f"class change dev h3 parent 1: classid 1:10 htb rate {RATE_MBIT}mbit ecn_mode rwnd", lab.sw)
     c = class_json(lab, stats=False)
-    assert (c["ecn_thresh"], c["ecn_mode"]) == (K, "rwnd"), c
+    assert (find(c, "ecn_thresh"), find(c, "ecn_mode")) == (K, "rwnd"), c
     tc(f"class change dev h3 parent 1: classid 1:10 htb rate {RATE_MBIT}mbit ecn_mode none", lab.sw)
     c = class_json(lab, stats=False)
-    assert "ecn_mode" not in c and "ecn_thresh" not in c, c
+    assert find(c, "ecn_mode") is None and find(c, "ecn_thresh") is None, c
     tc(f"class add dev h3 parent 1: classid 1:20 htb rate 1mbit ecn_thresh 20kb", lab.sw)
     c = class_json(lab, classid="1:20", stats=False)
-    assert (c["ecn_thresh"], c["ecn_mode"]) == (20 * 1024, "ce"), c
+    assert (find(c, "ecn_thresh"), find(c, "ecn_mode")) == (20 * 1024, "ce"), c
     # the counters are there, at zero
     s = class_json(lab)
     for name in ("ecn_ce_marked", "ecn_ece_marked", "rwnd_rewrites"):
@@ -141,7 +141,7 @@ def test_stock_htb_unchanged_and_unpatched_tc_works(lab_factory):
     rec, _ = flow(lab, nbytes=300_000, cc="dctcp", sample_ms=0)
     assert rec["bytes"] == 300_000
     c = class_json(lab)
-    assert "ecn_mode" not in c and "ecn_thresh" not in c, c
+    assert find(c, "ecn_mode") is None and find(c, "ecn_thresh") is None, c
     for name in ("ecn_ce_marked", "ecn_ece_marked", "rwnd_rewrites"):
         assert find(c, name) == 0, c
     # Debian's unpatched tc reads the longer xstats and configures HTB
@@ -353,10 +353,14 @@ def rwnd_run(lab, v6, tag):
             orig.setdefault((s["ack"], s["tsval"]), set()).add(s["win"])
     seen = [s for s in tcp_segments(after) if not s["syn"]]
     assert seen and orig, "nothing captured"
-    pairs = [(orig[(s["ack"], s["tsval"])], s["win"], s["ok"]) for s in seen
+    # every ACK that reached the sender has valid checksums
+    bad = sum(1 for s in seen if not s["ok"])
+    # tcpdump under TCG misses some packets at either end: compare those
+    # captured at both
+    pairs = [(orig[(s["ack"], s["tsval"])], s["win"]) for s in seen
              if (s["ack"], s["tsval"]) in orig]
-    assert len(pairs) > 0.9 * len(seen), (len(pairs), len(seen))
-    return rec, samples, pairs
+    assert len(pairs) >= 20 and len(pairs) > 0.3 * len(seen), (len(pairs), len(seen))
+    return rec, samples, pairs, bad
 
 
 @pytest.mark.parametrize("v6", [False, True])
@@ -371,16 +375,15 @@ def test_rwnd_lowers_windows_never_raises_them_checksums_valid(lab_factory, v6):
     csum_err = nstat(lab.ns("h1"), "TcpInCsumErrors")
 
     # stock HTB: every ACK passes as it was sent
-    plain, plain_s, pairs = rwnd_run(lab, v6, f"plain{6 if v6 else 4}")
-    assert all(a in b for b, a, _ in pairs), "stock HTB changed a window"
-    assert all(ok for _, _, ok in pairs)
+    plain, plain_s, pairs, bad = rwnd_run(lab, v6, f"plain{6 if v6 else 4}")
+    assert all(a in b for b, a in pairs), "stock HTB changed a window"
+    assert bad == 0
 
     tc(f"class change dev h3 parent 1: classid 1:10 htb rate {RATE_MBIT}mbit"
        f" ceil {RATE_MBIT}mbit ecn_thresh {K} ecn_mode rwnd", lab.sw)
-    rw, rw_s, pairs = rwnd_run(lab, v6, f"rwnd{6 if v6 else 4}")
-    lowered = sum(1 for b, a, _ in pairs if a < min(b))
-    raised = sum(1 for b, a, _ in pairs if a > max(b))
-    bad = sum(1 for _, _, ok in pairs if not ok)
+    rw, rw_s, pairs, bad = rwnd_run(lab, v6, f"rwnd{6 if v6 else 4}")
+    lowered = sum(1 for b, a in pairs if a < min(b))
+    raised = sum(1 for b, a in pairs if a > max(b))
     rewrites = counter(lab, "rwnd_rewrites")
     rtt_plain, rtt_rw = median_srtt(plain_s), median_srtt(rw_s)
     print(f"{len(pairs)} ACKs: {lowered} lowered, {raised} raised, {bad} bad checksums;"
