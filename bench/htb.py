@@ -111,7 +111,7 @@ def run_cell(lab, senders, flows, duration):
     procs = []
     for i, s in enumerate(senders):
         procs.append(lab.spawn(s, ["iperf3", "-c", rx, "-p", str(5201 + i), "-P", str(flows), "-t",
-                                   str(duration), "-i", "0.1", "-J"]))
+                                   str(duration), "-i", "0.1", "-J", "--get-server-output"]))
     time.sleep(1.0)             # RTT under load, not during slow start
     sp = lab.spawn(senders[0], ["sockperf", "ping-pong", "--tcp", "-i", rx, "-p", str(SOCKPERF_PORT),
                                 "-t", str(max(1, duration - 2)), "-m", "64"])
@@ -119,14 +119,17 @@ def run_cell(lab, senders, flows, duration):
     for p in procs:
         o, e = p.communicate(timeout=duration + 60)
         j = json.loads(o)
-        out.append([iv["sum"]["bits_per_second"] for iv in j["intervals"]])
+        # the receiver's 100 ms intervals: what left the limiter (the
+        # sender's intervals show its socket buffer filling instead)
+        ivs = (j.get("server_output_json") or {}).get("intervals") or j["intervals"]
+        out.append([iv["sum"]["bits_per_second"] for iv in ivs])
     o, e = sp.communicate(timeout=duration + 60)
     return out, parse_sockperf(o + e)
 
 
 def servers(lab, n):
     for i in range(n):
-        lab.spawn("rx", ["iperf3", "-s", "-p", str(5201 + i)])
+        lab.spawn("rx", ["iperf3", "-s", "-i", "0.1", "-p", str(5201 + i)])
     lab.spawn("rx", ["sockperf", "server", "--tcp", "-i", "0.0.0.0", "-p", str(SOCKPERF_PORT)])
     time.sleep(1.0)
 
