@@ -56,6 +56,34 @@ static inline u32 htb_ecn_rwnd(u32 inflight, u32 thresh, u32 backlog, u32 mss)
 	return max_t(u64, w, 2ULL * max(mss, 1U));
 }
 
+/* The window, in bytes, that rwnd mode holds a flow to, updated on each
+ * of its ACKs; @cur is the window so far, 0 while the flow is not held.
+ * Above the threshold the window drops to the flow's share of a backlog
+ * of @thresh (htb_ecn_rwnd()) and does not rise while the backlog stays
+ * above it.  At or below the threshold it grows by @acked * @mss / @cur
+ * (at least a byte): about one segment per round trip, TCP's congestion
+ * avoidance.  Without this memory the sender, never told anything but a
+ * small window, would send all of its congestion window as soon as the
+ * backlog fell under the threshold, and the queue would swing between
+ * the threshold and that window.  The flow is let go (0) once the
+ * window is no smaller than the receiver's own, @peer bytes.
+ */
+static inline u32 htb_ecn_rwnd_update(u32 cur, u32 inflight, u32 acked,
+				      u32 thresh, u32 backlog, u32 mss,
+				      u32 peer)
+{
+	u64 w;
+
+	if (htb_ecn_over(backlog, thresh)) {
+		w = htb_ecn_rwnd(inflight, thresh, backlog, mss);
+		return cur ? min_t(u32, cur, w) : w;
+	}
+	if (!cur)
+		return 0;
+	w = (u64)cur + max_t(u64, div_u64((u64)acked * max(mss, 1U), cur), 1);
+	return w >= peer ? 0 : w;
+}
+
 /* The 16-bit window field that advertises at most @wnd bytes with a
  * window scale of @wscale, given that the receiver advertised @field.
  * Never raises the window, rounds up (never advertises less than @wnd)

@@ -49,6 +49,34 @@ static void htb_ecn_rwnd_monotone(struct kunit *test)
 	}
 }
 
+/* rwnd's memory: cut above the threshold, never raised there, grown by
+ * about a segment per window below it, let go at the receiver's window
+ */
+static void htb_ecn_rwnd_held(struct kunit *test)
+{
+	const u32 mss = 1448, k = 15000, peer = 1 << 20;
+	u32 w, i;
+
+	/* not held, not over: nothing */
+	KUNIT_EXPECT_EQ(test, htb_ecn_rwnd_update(0, 60000, 0, k, k, mss, peer), 0U);
+	/* over: the share of a backlog of k */
+	w = htb_ecn_rwnd_update(0, 60000, 0, k, 60000, mss, peer);
+	KUNIT_EXPECT_EQ(test, w, k);
+	/* still over, with a larger share: not raised */
+	KUNIT_EXPECT_EQ(test, htb_ecn_rwnd_update(w, 60000, 0, k, 30000, mss, peer), w);
+	/* deeper over: lowered, never below two segments */
+	KUNIT_EXPECT_EQ(test, htb_ecn_rwnd_update(w, 3000, 0, k, 60000, mss, peer), 2 * mss);
+	/* below: a window's worth of ACKs grows it by about one segment */
+	for (i = 0; i < w / mss; i++)
+		w = htb_ecn_rwnd_update(w, w, mss, k, 0, mss, peer);
+	KUNIT_EXPECT_GE(test, w, k + mss - mss / 4);
+	KUNIT_EXPECT_LE(test, w, k + mss);
+	/* an ACK of nothing still moves it, by a byte */
+	KUNIT_EXPECT_EQ(test, htb_ecn_rwnd_update(w, w, 0, k, 0, mss, peer), w + 1);
+	/* grown to the receiver's window: let go */
+	KUNIT_EXPECT_EQ(test, htb_ecn_rwnd_update(peer - 1, 0, mss, k, 0, mss, peer), 0U);
+}
+
 static void htb_ecn_window_field_encoding(struct kunit *test)
 {
 	/* unscaled */
@@ -100,6 +128,7 @@ static struct kunit_case htb_ecn_test_cases[] = {
 	KUNIT_CASE(htb_ecn_threshold),
 	KUNIT_CASE(htb_ecn_rwnd_scales_to_threshold),
 	KUNIT_CASE(htb_ecn_rwnd_monotone),
+	KUNIT_CASE(htb_ecn_rwnd_held),
 	KUNIT_CASE(htb_ecn_window_field_encoding),
 	KUNIT_CASE(htb_ecn_wscale_option),
 	{}
