@@ -67,7 +67,7 @@ static void htb_ecn_rwnd_held(struct kunit *test)
 	/* deeper over: lowered, never below two segments */
 	KUNIT_EXPECT_EQ(test, htb_ecn_rwnd_update(w, 3000, 0, k, 60000, mss, peer), 2 * mss);
 	/* below: a window's worth of ACKs grows it by about one segment */
-	for (i = 0; i < w / mss; i++)
+	for (i = 0; i < k / mss; i++)
 		w = htb_ecn_rwnd_update(w, w, mss, k, 0, mss, peer);
 	KUNIT_EXPECT_GE(test, w, k + mss - mss / 4);
 	KUNIT_EXPECT_LE(test, w, k + mss);
