@@ -117,13 +117,26 @@ def run_cell(lab, senders, flows, duration):
                                 "-t", str(max(1, duration - 2)), "-m", "64"])
     out = []
     for p in procs:
-        o, e = p.communicate(timeout=duration + 60)
-        j = json.loads(o)
+        # many flows take long to set up and tear down under TCG (16 flows
+        # once took over a minute past their duration): wait, and record a
+        # cell that does not finish rather than lose the whole run
+        try:
+            o, e = p.communicate(timeout=duration + 240)
+            j = json.loads(o)
+        except (subprocess.TimeoutExpired, ValueError):
+            p.kill()
+            p.communicate()
+            out.append([])
+            continue
         # the receiver's 100 ms intervals: what left the limiter (the
         # sender's intervals show its socket buffer filling instead)
         ivs = (j.get("server_output_json") or {}).get("intervals") or j["intervals"]
         out.append([iv["sum"]["bits_per_second"] for iv in ivs])
-    o, e = sp.communicate(timeout=duration + 60)
+    try:
+        o, e = sp.communicate(timeout=duration + 240)
+    except subprocess.TimeoutExpired:
+        sp.kill()
+        o, e = sp.communicate()
     return out, parse_sockperf(o + e)
 
 
@@ -236,6 +249,10 @@ def guest_main(a):
 def cell_stats(cell, rate_bps):
     # sum over senders, per 100 ms interval; the first second is start-up
     n = min(len(t) for t in cell["tput"])
+    if not n:           # iperf3 did not finish (run_cell)
+        return dict(tput_mbit=None, saturation=None, cv=None,
+                    rtt_p50_us=cell["rtt"]["p50_us"], rtt_p999_us=cell["rtt"]["p999_us"],
+                    counters=cell["counters"])
     total = [sum(t[i] for t in cell["tput"]) for i in range(n)]
     steady = total[10:] or total
     mean = statistics.mean(steady)
@@ -269,8 +286,8 @@ def plots(raw, res, out):
     for scheme in SCHEMES:
         rows = [r for r in res["table1"] if r["scheme"] == scheme]
         x = [r["flows"] for r in rows]
-        axes[0].plot(x, [r["rtt_p50_us"] / 1000 for r in rows], "o-", label=scheme)
-        axes[1].plot(x, [r["saturation"] * 100 for r in rows], "o-", label=scheme)
+        axes[0].plot(x, [(r["rtt_p50_us"] or 0) / 1000 for r in rows], "o-", label=scheme)
+        axes[1].plot(x, [(r["saturation"] or 0) * 100 for r in rows], "o-", label=scheme)
         axes[2].plot(x, [(r["cv"] or 0) * 100 for r in rows], "o-", label=scheme)
     axes[0].set_yscale("log")
     axes[0].set_ylabel("sockperf RTT p50 (ms)")
@@ -325,6 +342,10 @@ def report(res, pngs, out, elapsed):
          "|---|---|---|---|---|---|---|---|"]
     for r in res["table1"]:
         sig = ", ".join(f"{k} {v}" for k, v in r["counters"].items() if v)
+        if r["tput_mbit"] is None:
+            L.append(f"| {r['scheme']} | {r['flows']} | iperf3 did not finish | | | "
+                     f"{fmt_us(r['rtt_p50_us'])} | {fmt_us(r['rtt_p999_us'])} | |")
+            continue
         L.append(f"| {r['scheme']} | {r['flows']} | {r['tput_mbit']:.1f} | {r['saturation'] * 100:.1f}% | "
                  f"{(r['cv'] or 0) * 100:.1f}% | {fmt_us(r['rtt_p50_us'])} | {fmt_us(r['rtt_p999_us'])} | {sig} |")
     if res["table2"]:
@@ -332,6 +353,8 @@ def report(res, pngs, out, elapsed):
               "| scheme | X / T | flows per VM | total tput (Mbit/s) | saturation of T | CV | RTT p50 | RTT p99.9 |",
               "|---|---|---|---|---|---|---|---|"]
         for r in res["table2"]:
+            if r["tput_mbit"] is None:
+                continue
             L.append(f"| {r['scheme']} | {r['min_kbit'] / r['total_kbit']:.1f} | {r['flows']} | "
                      f"{r['tput_mbit']:.1f} | {r['saturation'] * 100:.1f}% | {(r['cv'] or 0) * 100:.1f}% | "
                      f"{fmt_us(r['rtt_p50_us'])} | {fmt_us(r['rtt_p999_us'])} |")
