@@ -38,6 +38,7 @@ sys.path.insert(0, os.path.join(ROOT, "testbed"))
 SCHEMES = ["plain", "ce", "ece", "rwnd", "fq_codel"]
 CC = dict(plain="cubic", ce="dctcp", ece="dctcp", rwnd="cubic", fq_codel="dctcp")
 FLOWS = [1, 2, 8, 16]
+FLOWS_RUN = FLOWS       # --flows
 T2_FLOWS = [1, 8]
 T2_MIN_FRACTIONS = [0.2, 0.5]      # the paper's 2 and 5 of 10 Gbit/s
 DURATION_S = 6
@@ -180,7 +181,7 @@ def guest_table1(rate_kbit, duration):
     finally:
         lab.close()
     for scheme in SCHEMES:
-        for flows in FLOWS:
+        for flows in FLOWS_RUN:
             lab = Lab(["vm", "rx"], prefix="t")
             try:
                 setup_scheme(lab, scheme, [("1:10", rate_kbit, rate_kbit, None)])
@@ -230,6 +231,8 @@ def calibrate():
 
 
 def guest_main(a):
+    global FLOWS_RUN
+    FLOWS_RUN = [int(x) for x in a.flows.split(",")]
     out = os.environ["DCNET_OUT"]
     subprocess.run("modprobe tcp_dctcp", shell=True, check=True)
     sustained = calibrate()
@@ -373,6 +376,7 @@ def host_main(a):
            "--rate-mbit", str(a.rate_mbit), "--duration", str(a.duration)]
     if a.no_table2:
         cmd.append("--no-table2")
+    cmd += ["--flows", a.flows]
     rc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "vmrun.py"), "--kernel", a.kernel,
                          "--out", out, "--timeout", "3600", "--"] + cmd).returncode
     with open(os.path.join(out, "guest.log"), errors="replace") as f:
@@ -398,6 +402,8 @@ def main():
                     help="limiter rate; 0 (default): measure the guest and scale to it")
     ap.add_argument("--duration", type=int, default=DURATION_S, help="seconds per cell")
     ap.add_argument("--no-table2", action="store_true", help="only the one-receiver table")
+    ap.add_argument("--flows", default=",".join(map(str, FLOWS)),
+                    help="iperf3 flow counts of Table 1 (default 1,2,8,16)")
     a = ap.parse_args()
     (guest_main if a.guest else host_main)(a)
 
