@@ -106,6 +106,32 @@ def parse_sockperf(text):
                 avg_us=2 * float(m.group(1)) if m else None)
 
 
+CDF_P = sorted(set([i / 200 for i in range(201)] + [0.995, 0.999, 0.9999]))
+
+
+def sockperf_cdf(path):
+    """RTT quantiles (us, at CDF_P) from a sockperf --full-log file"""
+    rtts = []
+    try:
+        with open(path) as f:
+            for line in f:
+                parts = line.split(",")
+                if len(parts) == 4 and parts[0].strip().isdigit():
+                    rtts.append(2 * float(parts[3]))      # half round trip -> RTT
+        os.unlink(path)
+    except (OSError, ValueError):
+        return None
+    if not rtts:
+        return None
+    rtts.sort()
+    return [rtts[min(len(rtts) - 1, int(p * len(rtts)))] for p in CDF_P]
+
+
+def sockperf_cmd(lab, duration, log):
+    return ["sockperf", "ping-pong", "--tcp", "-i", lab.ip("rx"), "-p", str(SOCKPERF_PORT),
+            "-t", str(duration), "-m", "64", "--full-log", log]
+
+
 def run_cell(lab, senders, flows, duration):
     """iperf3 from each sender (flows each) and one sockperf ping-pong from
     the first sender, all to rx, at once.  Returns per-sender iperf3
@@ -116,8 +142,8 @@ def run_cell(lab, senders, flows, duration):
         procs.append(lab.spawn(s, ["iperf3", "-c", rx, "-p", str(5201 + i), "-P", str(flows), "-t",
                                    str(duration), "-i", "0.1", "-J", "--get-server-output"]))
     time.sleep(1.0)             # RTT under load, not during slow start
-    sp = lab.spawn(senders[0], ["sockperf", "ping-pong", "--tcp", "-i", rx, "-p", str(SOCKPERF_PORT),
-                                "-t", str(max(1, duration - 2)), "-m", "64"])
+    log = f"/tmp/htb-sockperf-{os.getpid()}.csv"
+    sp = lab.spawn(senders[0], sockperf_cmd(lab, max(1, duration - 2), log))
     out = []
     for p in procs:
         # many flows take long to set up and tear down under TCG (16 flows
@@ -140,7 +166,9 @@ def run_cell(lab, senders, flows, duration):
     except subprocess.TimeoutExpired:
         sp.kill()
         o, e = sp.communicate()
-    return out, parse_sockperf(o + e)
+    rtt = parse_sockperf(o + e)
+    rtt["cdf_us"] = sockperf_cdf(log)
+    return out, rtt
 
 
 def servers(lab, n):
@@ -176,10 +204,11 @@ def guest_table1(rate_kbit, duration):
     try:
         setup_scheme(lab, "plain", [("1:10", rate_kbit, rate_kbit, None)])
         servers(lab, 1)
-        sp = lab.spawn("vm", ["sockperf", "ping-pong", "--tcp", "-i", lab.ip("rx"), "-p", str(SOCKPERF_PORT),
-                              "-t", str(duration), "-m", "64"])
+        log = f"/tmp/htb-sockperf-{os.getpid()}.csv"
+        sp = lab.spawn("vm", sockperf_cmd(lab, duration, log))
         o, e = sp.communicate(timeout=duration + 60)
         unloaded = parse_sockperf(o + e)
+        unloaded["cdf_us"] = sockperf_cdf(log)
     finally:
         lab.close()
     for scheme in SCHEMES:
@@ -314,6 +343,50 @@ def plots(raw, res, out):
     fig.savefig(p, dpi=110)
     plt.close(fig)
     pngs.append(p)
+    # RTT CDFs per scheme, one panel per flow count (the paper's Fig. 2-4)
+    flows_seen = sorted({c["flows"] for c in raw["table1"]["cells"]})
+    if flows_seen:
+        fig, axes = plt.subplots(1, len(flows_seen), figsize=(4.5 * len(flows_seen), 4), squeeze=False)
+        unl = raw["table1"]["unloaded"].get("cdf_us")
+        for ax, flows in zip(axes[0], flows_seen):
+            if unl:
+                ax.plot([v / 1000 for v in unl], CDF_P, "k:", label="unloaded")
+            for c in raw["table1"]["cells"]:
+                cdf = c["rtt"].get("cdf_us")
+                if c["flows"] == flows and cdf:
+                    ax.plot([v / 1000 for v in cdf], CDF_P, label=c["scheme"])
+            ax.set_xscale("log")
+            ax.set_xlabel("sockperf RTT (ms)")
+            ax.set_ylabel("CDF")
+            ax.set_title(f"{flows} iperf3 flow(s)")
+            ax.grid(alpha=0.3)
+        axes[0][0].legend()
+        fig.tight_layout()
+        p = os.path.join(out, "rtt_cdf.png")
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        pngs.append(p)
+    # Table 2 RTT CDFs (the paper's Fig. 3): one panel per (X, flows)
+    t2 = raw.get("table2", {}).get("cells", [])
+    keys = sorted({(c["min_kbit"], c["flows"]) for c in t2})
+    if keys:
+        fig, axes = plt.subplots(1, len(keys), figsize=(4.5 * len(keys), 4), squeeze=False)
+        for ax, (x, flows) in zip(axes[0], keys):
+            for c in t2:
+                cdf = c["rtt"].get("cdf_us")
+                if (c["min_kbit"], c["flows"]) == (x, flows) and cdf:
+                    ax.plot([v / 1000 for v in cdf], CDF_P, label=c["scheme"])
+            ax.set_xscale("log")
+            ax.set_xlabel("sockperf RTT (ms)")
+            ax.set_ylabel("CDF")
+            ax.set_title(f"two VMs, min {x / 1000:.0f} Mbit/s each, {flows} flow(s) each")
+            ax.grid(alpha=0.3)
+        axes[0][0].legend()
+        fig.tight_layout()
+        p = os.path.join(out, "table2_rtt_cdf.png")
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        pngs.append(p)
     # throughput time series, 8 flows (the oscillation problem)
     fig, ax = plt.subplots(figsize=(9, 4))
     for c in raw["table1"]["cells"]:
