@@ -9,7 +9,7 @@ PACKAGES=(
 	linux-source-6.12 build-essential bc bison flex libelf-dev libssl-dev dwarves
 	cpio kmod rsync xz-utils zstd ccache git patch
 	qemu-system-x86 busybox-static
-	iproute2 ethtool iputils-ping iperf3 sockperf nuttcp tcpdump
+	iproute2 ethtool iputils-ping iperf3 sockperf nuttcp tcpdump mptcpize
 	libmnl-dev pkg-config
 	python3 python3-venv
 )

@@ -1,0 +1,503 @@
+"""The emulated fabric: a declarative topology built from network namespaces.
+
+    from fabric import Fabric, Topology
+    topo = Topology(kind="clos", spines=4, leaves=4, hosts_per_leaf=4,
+                    link_mbit=10, buffer_bytes=131072)
+    fab = Fabric(topo, mode="ecmp")     # or "mptcp", "l2"
+    ...
+    fab.close()
+
+Nodes are network namespaces named PREFIX-NODE: hosts h1..hN, leaves
+l1..lL, spines s1..sS (kind "clos"), or one switch o1 (kind "single": the
+non-blocking "Optimal" switch of Presto, or the one ToR of D2TCP and of
+incast).  Each link is a veth pair; a switch's port towards node X is
+named X (leaf l1's ports: h1..h4 and s1..s4), a host's uplink is eth0.
+
+Every switch egress port is a switch port queue: HTB at the link rate with
+a byte-limited FIFO of buffer_bytes (RED marking CE above ecn_k_bytes when
+set; netem when delay_us is set, whose limit is the buffer in MTU
+packets).  Host NICs are HTB at the link rate over a 1000-packet FIFO.
+Hosts segment at their NIC (TSO/GSO off on eth0, so the fabric carries
+MTU packets), switch ports do no GRO, receiving hosts do (GRO on eth0):
+see the GSO trap in ENVIRONMENT.md.
+
+Forwarding modes:
+  ecmp   every switch routes (IPv4 and IPv6); leaves spread over all
+         spines with multipath routes hashed on the 5-tuple
+         (fib_multipath_hash_policy 1), nexthops on a dead link skipped
+  mptcp  the ecmp fabric, and hosts run MPTCP with `subflows` subflows
+         (one per extra address, ip mptcp endpoints)
+  l2     every switch is a Linux bridge that neither learns nor floods;
+         the Controller installs its FDB (destination MAC -> port), one
+         spanning tree per spine; hosts share one subnet with static
+         neighbours.  Presto's shadow MACs use the same interface.
+
+Everything is built with batched netlink (`ip -batch`, `tc -batch`) and
+setns(2) from this process, not one process per command: in the debug
+guest each process start costs 1-5 s.
+"""
+import ctypes
+import fcntl
+import json
+import os
+import socket
+import struct
+import subprocess
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+
+CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
+MTU = 1500
+
+
+def run(argv, input=None, check=True, timeout=300):
+    p = subprocess.run(argv, input=input, text=True, capture_output=True, timeout=timeout)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed ({p.returncode}): {p.stderr.strip()[:2000]}")
+    return p.stdout
+
+
+def batch(tool, lines, ns=None):
+    """run many ip/tc/bridge commands in one process (-force: report all errors)"""
+    if not lines:
+        return ""
+    argv = [tool] + (["-n", ns] if ns else []) + ["-batch", "-"]
+    return run(argv, input="\n".join(lines) + "\n")
+
+
+@contextmanager
+def netns(name):
+    """enter network namespace `name` in this thread (setns(2)); sockets
+    created inside stay in it, /proc/sys/net opened inside is its own"""
+    cur = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    fd = os.open(f"/run/netns/{name}", os.O_RDONLY)
+    try:
+        if _libc.setns(fd, CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), f"setns {name}")
+        yield
+    finally:
+        _libc.setns(cur, CLONE_NEWNET)
+        os.close(fd)
+        os.close(cur)
+
+
+def sysctl(name, value):
+    with open("/proc/sys/" + name.replace(".", "/"), "w") as f:
+        f.write(str(value))
+
+
+# legacy ethtool ioctls (struct ethtool_value {u32 cmd, data})
+SIOCETHTOOL = 0x8946
+ETHTOOL_STSO, ETHTOOL_SGSO, ETHTOOL_SGRO = 0x1f, 0x24, 0x2c
+
+
+def ethtool_set(dev, cmd, on):
+    val = ctypes.create_string_buffer(struct.pack("II", cmd, 1 if on else 0))
+    ifr = struct.pack("16sP", dev.encode(), ctypes.addressof(val)) + b"\0" * 16
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        fcntl.ioctl(s.fileno(), SIOCETHTOOL, ifr)
+
+
+@dataclass
+class Topology:
+    kind: str = "clos"              # clos | single
+    spines: int = 4
+    leaves: int = 4
+    hosts_per_leaf: int = 4
+    hosts: int = 0                  # single: number of hosts (default leaves * hosts_per_leaf)
+    link_mbit: float = 10.0         # every link (host and fabric)
+    fabric_mbit: float = 0.0        # leaf-spine links (0: link_mbit)
+    delay_us: int = 0               # one-way, per switch egress port
+    buffer_bytes: int = 131072      # per switch egress port
+    ecn_k_bytes: int = 0            # CE marking threshold (0: none)
+    paper_link_mbit: float = 10000.0
+
+    def __post_init__(self):
+        if self.kind not in ("clos", "single"):
+            raise ValueError(f"topology kind {self.kind!r}: clos or single")
+        if self.kind == "single" and not self.hosts:
+            self.hosts = self.leaves * self.hosts_per_leaf
+        if self.link_mbit <= 0 or self.buffer_bytes < MTU:
+            raise ValueError("link_mbit must be > 0 and buffer_bytes at least one MTU")
+        if self.ecn_k_bytes and self.delay_us:
+            raise ValueError("ecn_k_bytes and delay_us cannot be combined on one port")
+
+    @property
+    def n_hosts(self):
+        return self.leaves * self.hosts_per_leaf if self.kind == "clos" else self.hosts
+
+    @property
+    def scale(self):
+        return self.link_mbit / self.paper_link_mbit
+
+    def to_dict(self):
+        return asdict(self)
+
+
+@dataclass
+class Host:
+    name: str
+    index: int                      # 1..N
+    leaf: str                       # its switch
+    ip: str = ""
+    ip6: str = ""
+    mac: str = ""
+    extra_ips: list = field(default_factory=list)
+
+
+class Fabric:
+    def __init__(self, topo, mode="ecmp", prefix="tb", subflows=8):
+        if mode not in ("ecmp", "mptcp", "l2"):
+            raise ValueError(f"mode {mode!r}: ecmp, mptcp or l2")
+        self.topo, self.mode, self.prefix, self.subflows = topo, mode, prefix, subflows
+        self.hosts = {}
+        self.switches = []
+        self.links = []             # (node a, port on a, node b, port on b)
+        self.procs = []
+        self.down = set()           # links cut by set_link(): frozenset({(node, port), (peer, port)})
+        self._plan()
+        self.t_build = time.time()
+        try:
+            self._build()
+        except BaseException:
+            self.close()
+            raise
+        self.t_build = time.time() - self.t_build
+        self.controller = Controller(self) if mode == "l2" else None
+        if self.controller:
+            self.controller.install_baseline()
+
+    # ------------------------------------------------------------ plan
+    def ns(self, node):
+        return f"{self.prefix}-{node}"
+
+    def _plan(self):
+        t = self.topo
+        if t.kind == "clos":
+            leaves = [f"l{i}" for i in range(1, t.leaves + 1)]
+            spines = [f"s{i}" for i in range(1, t.spines + 1)]
+            self.switches = leaves + spines
+            n = 0
+            for li, leaf in enumerate(leaves, start=1):
+                for i in range(1, t.hosts_per_leaf + 1):
+                    n += 1
+                    self.hosts[f"h{n}"] = Host(f"h{n}", n, leaf)
+                for spine in spines:
+                    self.links.append((leaf, spine, spine, leaf))
+        else:
+            self.switches = ["o1"]
+            for n in range(1, t.hosts + 1):
+                self.hosts[f"h{n}"] = Host(f"h{n}", n, "o1")
+        for h in self.hosts.values():
+            self.links.append((h.name, "eth0", h.leaf, h.name))
+            h.mac = "02:dc:00:00:%02x:%02x" % (h.index >> 8, h.index & 0xff)
+            if self.mode == "l2":
+                h.ip, h.ip6 = f"10.2.{h.index >> 8}.{h.index & 0xff}", f"fd02::{h.index:x}"
+            else:
+                h.ip, h.ip6 = self._l3_addr(h, 1)
+                if self.mode == "mptcp":
+                    h.extra_ips = [self._l3_addr(h, k)[0] for k in range(2, self.subflows + 1)]
+
+    def _l3_addr(self, h, k):
+        leaf = int(h.leaf[1:]) if self.topo.kind == "clos" else 1
+        i = (h.index - 1) % self.topo.hosts_per_leaf + 1 if self.topo.kind == "clos" else h.index
+        return f"10.{leaf}.{i}.{k}", f"fd00:{leaf}:{i}::{k}"
+
+    # ------------------------------------------------------------ build
+    def _port_qdisc(self, dev, host_nic=False):
+        t = self.topo
+        rate = t.link_mbit
+        if not host_nic and dev.startswith("s") and t.fabric_mbit and t.kind == "clos":
+            rate = t.fabric_mbit
+        L = [f"qdisc replace dev {dev} root handle 1: htb default 1",
+             f"class add dev {dev} parent 1: classid 1:1 htb rate {rate}mbit ceil {rate}mbit"
+             f" burst {MTU * 2} cburst {MTU * 2}"]
+        if host_nic:
+            L.append(f"qdisc add dev {dev} parent 1:1 handle 10: pfifo limit 1000")
+        elif t.delay_us:
+            L.append(f"qdisc add dev {dev} parent 1:1 handle 10: netem delay {t.delay_us}us"
+                     f" limit {max(1, t.buffer_bytes // MTU)}")
+        elif t.ecn_k_bytes:
+            k = t.ecn_k_bytes
+            L.append(f"qdisc add dev {dev} parent 1:1 handle 10: red limit {t.buffer_bytes} min {k}"
+                     f" max {k + MTU} avpkt {MTU} burst {k // MTU + 1} probability 1.0 ecn"
+                     f" bandwidth {rate}mbit")
+        else:
+            L.append(f"qdisc add dev {dev} parent 1:1 handle 10: bfifo limit {t.buffer_bytes}")
+        return L
+
+    def _build(self):
+        nodes = list(self.hosts) + self.switches
+        batch("ip", [f"netns add {self.ns(n)}" for n in nodes])
+        self._created = nodes
+        batch("ip", [f"link add {pa} netns {self.ns(a)} type veth peer name {pb} netns {self.ns(b)}"
+                     for a, pa, b, pb in self.links])
+        ports = {n: [] for n in nodes}
+        for a, pa, b, pb in self.links:
+            ports[a].append(pa)
+            ports[b].append(pb)
+        self.ports = ports
+        for sw in self.switches:
+            self._build_switch(sw, ports[sw])
+        for h in self.hosts.values():
+            self._build_host(h)
+        if self.mode != "l2":
+            self._routes()
+
+    def _build_switch(self, sw, ports):
+        ns = self.ns(sw)
+        with netns(ns):
+            sysctl("net.ipv4.ip_forward", 1)
+            sysctl("net.ipv6.conf.all.forwarding", 1)
+            sysctl("net.ipv4.fib_multipath_hash_policy", 1)
+            sysctl("net.ipv6.fib_multipath_hash_policy", 1)
+            sysctl("net.ipv4.conf.all.ignore_routes_with_linkdown", 1)
+            sysctl("net.ipv6.conf.all.ignore_routes_with_linkdown", 1)
+            sysctl("net.ipv6.conf.default.accept_dad", 0)
+            sysctl("net.ipv6.conf.all.accept_dad", 0)
+        L = ["link set lo up"]
+        if self.mode == "l2":
+            L.append("link add br0 type bridge stp_state 0 mcast_snooping 0")
+        for p in ports:
+            L.append(f"link set {p} up")
+            if self.mode == "l2":
+                L.append(f"link set {p} master br0")
+        if self.mode == "l2":
+            L.append("link set br0 up")
+        else:
+            for p in ports:
+                L += self._l3_port_addrs(sw, p)
+        batch("ip", L, ns)
+        if self.mode == "l2":
+            batch("bridge", [f"link set dev {p} learning off flood off mcast_flood off" for p in ports], ns)
+        tcl = []
+        for p in ports:
+            tcl += self._port_qdisc(p)
+        batch("tc", tcl, ns)
+
+    def _l3_port_addrs(self, sw, port):
+        if port in self.hosts:          # leaf/switch port towards a host
+            h = self.hosts[port]
+            a, a6 = self._l3_addr(h, 254)
+            return [f"addr add {a}/24 dev {port}", f"addr add {a6}/64 dev {port} nodad"]
+        leaf, spine = (sw, port) if sw.startswith("l") else (port, sw)
+        li, si = int(leaf[1:]), int(spine[1:])
+        k = 1 if sw == leaf else 2
+        return [f"addr add 10.{100 + li}.{si}.{k}/24 dev {port}",
+                f"addr add fd01:{li}:{si}::{k}/64 dev {port} nodad"]
+
+    def _build_host(self, h):
+        ns = self.ns(h.name)
+        with netns(ns):
+            sysctl("net.ipv6.conf.all.accept_dad", 0)
+            sysctl("net.ipv6.conf.default.accept_dad", 0)
+            ethtool_set("eth0", ETHTOOL_STSO, False)
+            ethtool_set("eth0", ETHTOOL_SGSO, False)
+            ethtool_set("eth0", ETHTOOL_SGRO, True)
+        L = ["link set lo up", f"link set eth0 address {h.mac}", "link set eth0 up"]
+        if self.mode == "l2":
+            L += [f"addr add {h.ip}/16 dev eth0", f"addr add {h.ip6}/64 dev eth0 nodad"]
+            for o in self.hosts.values():
+                if o is not h:
+                    L += [f"neigh replace {o.ip} lladdr {o.mac} dev eth0 nud permanent",
+                          f"neigh replace {o.ip6} lladdr {o.mac} dev eth0 nud permanent"]
+        else:
+            gw, gw6 = self._l3_addr(h, 254)
+            L += [f"addr add {h.ip}/24 dev eth0", f"addr add {h.ip6}/64 dev eth0 nodad",
+                  f"route add default via {gw}", f"route add default via {gw6}"]
+            for a in h.extra_ips:
+                L.append(f"addr add {a}/24 dev eth0")
+            if self.mode == "mptcp":
+                L.append(f"mptcp limits set subflows {self.subflows} add_addr_accepted {self.subflows}")
+                for a in h.extra_ips:
+                    L.append(f"mptcp endpoint add {a} dev eth0 subflow")
+        batch("ip", L, ns)
+        batch("tc", self._port_qdisc("eth0", host_nic=True), ns)
+
+    def is_up(self, a, b):
+        """is the link between nodes a and b up (ports are named after peers)"""
+        return frozenset({(a, b), (b, a)}) not in self.down
+
+    def _routes(self, leaves_only=False):
+        """leaf routes: to every other leaf over every spine that still
+        reaches both (what a routing protocol converges to, at once)"""
+        t = self.topo
+        if t.kind == "single":
+            return                      # one switch: every host subnet is connected
+        spines = [s for s in self.switches if s.startswith("s")]
+        leaves = [s for s in self.switches if s.startswith("l")]
+        for leaf in leaves:
+            li = int(leaf[1:])
+            L = []
+            for other in leaves:
+                if other == leaf:
+                    continue
+                oi = int(other[1:])
+                via = [s for s in spines if self.is_up(leaf, s) and self.is_up(s, other)]
+                if not via:
+                    L += [f"route del 10.{oi}.0.0/16", f"route del fd00:{oi}::/32"]
+                    continue
+                nh = " ".join(f"nexthop via 10.{100 + li}.{int(s[1:])}.2 dev {s}" for s in via)
+                nh6 = " ".join(f"nexthop via fd01:{li}:{int(s[1:])}::2 dev {s}" for s in via)
+                L += [f"route replace 10.{oi}.0.0/16 {nh}", f"route replace fd00:{oi}::/32 {nh6}"]
+            subprocess.run(["ip", "-n", self.ns(leaf), "-force", "-batch", "-"], input="\n".join(L) + "\n",
+                           text=True, capture_output=True)
+        if leaves_only:
+            return
+        for spine in spines:
+            si = int(spine[1:])
+            L = []
+            for leaf in leaves:
+                li = int(leaf[1:])
+                L += [f"route add 10.{li}.0.0/16 via 10.{100 + li}.{si}.1 dev {leaf}",
+                      f"route add fd00:{li}::/32 via fd01:{li}:{si}::1 dev {leaf}"]
+            batch("ip", L, self.ns(spine))
+
+    # ------------------------------------------------------------ use
+    def ip(self, host, v6=False):
+        h = self.hosts[host]
+        return h.ip6 if v6 else h.ip
+
+    def spawn(self, node, argv, **kw):
+        p = subprocess.Popen(["ip", "netns", "exec", self.ns(node)] + argv, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, **kw)
+        self.procs.append(p)
+        return p
+
+    def link_peer(self, node, port):
+        for a, pa, b, pb in self.links:
+            if (a, pa) == (node, port):
+                return b, pb
+            if (b, pb) == (node, port):
+                return a, pa
+        raise KeyError(f"no link at {node}:{port}")
+
+    def set_link(self, node, port, up):
+        """a link down/up: both ends, as when a cable is cut"""
+        peer, pport = self.link_peer(node, port)
+        state = "up" if up else "down"
+        batch("ip", [f"link set {port} {state}"], self.ns(node))
+        batch("ip", [f"link set {pport} {state}"], self.ns(peer))
+        key = frozenset({(node, port), (peer, pport)})
+        if up:
+            self.down.discard(key)
+        else:
+            self.down.add(key)
+        if self.controller:
+            self.controller.link_changed()
+        elif self.mode != "l2":
+            self._routes(leaves_only=True)
+
+    def degrade_link(self, node, port, mbit):
+        """change a link's rate (both directions), e.g. 10 -> 1 scaled"""
+        peer, pport = self.link_peer(node, port)
+        for n, p in ((node, port), (peer, pport)):
+            batch("tc", [f"class change dev {p} parent 1: classid 1:1 htb rate {mbit}mbit ceil {mbit}mbit"
+                         f" burst {MTU * 2} cburst {MTU * 2}"], self.ns(n))
+
+    def link_stats(self, node):
+        """{port: {tx_packets, tx_bytes, rx_packets, ...}} of one node"""
+        out = json.loads(run(["ip", "-n", self.ns(node), "-s", "-j", "link", "show"]))
+        res = {}
+        for link in out:
+            st = link.get("stats64") or link.get("stats") or {}
+            res[link["ifname"]] = dict(tx_packets=st.get("tx", {}).get("packets", 0),
+                                       tx_bytes=st.get("tx", {}).get("bytes", 0),
+                                       rx_packets=st.get("rx", {}).get("packets", 0),
+                                       operstate=link.get("operstate"))
+        return res
+
+    def port_counters(self):
+        """every switch egress queue's qdisc counters"""
+        res = []
+        for sw in self.switches:
+            out = json.loads(run(["tc", "-n", self.ns(sw), "-s", "-j", "qdisc", "show"]))
+            for q in out:
+                if q.get("parent") != "1:1":
+                    continue
+                res.append(dict(node=sw, dev=q.get("dev"), kind=q.get("kind"),
+                                sent_bytes=q.get("bytes", 0), sent_packets=q.get("packets", 0),
+                                drops=q.get("drops", 0), overlimits=q.get("overlimits", 0),
+                                marks=q.get("marked", 0) + q.get("ecn_mark", 0) + q.get("ce_mark", 0)))
+        return res
+
+    def close(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        self.procs = []
+        nodes = getattr(self, "_created", None) or list(self.hosts) + self.switches
+        subprocess.run(["ip", "-force", "-batch", "-"], input="".join(f"netns del {self.ns(n)}\n" for n in nodes),
+                       text=True, capture_output=True)
+
+
+class Controller:
+    """Installs the L2 fabric's forwarding tables (mode "l2").
+
+    Tree t (1..S) is the spanning tree through spine t.  install(mac,
+    host, tree) makes every switch forward frames for `mac` along tree
+    `tree` to `host`: the host's leaf to its port, every other leaf to
+    spine t, spine t to the host's leaf.  The baseline gives each host's
+    own MAC one tree (index mod S); Presto will install a shadow MAC per
+    tree for every host and let the hosts' vSwitches pick among them.
+    """
+
+    def __init__(self, fabric):
+        self.fab = fabric
+        self.installed = {}             # mac -> (host, tree)
+        self.spines = [s for s in fabric.switches if s.startswith("s")]
+        self.leaves = [s for s in fabric.switches if not s.startswith("s")]
+
+    def trees(self):
+        return list(range(1, len(self.spines) + 1)) or [1]
+
+    def healthy(self, tree):
+        """a tree is usable when spine `tree` reaches every leaf"""
+        if not self.spines:
+            return True
+        return all(self.fab.is_up(self.spines[tree - 1], leaf) for leaf in self.leaves)
+
+    def _entries(self, mac, host, tree):
+        h = self.fab.hosts[host]
+        out = {}
+        for leaf in self.leaves:
+            out[leaf] = host if leaf == h.leaf else self.spines[tree - 1]
+        if self.spines:
+            out[self.spines[tree - 1]] = h.leaf
+        return out
+
+    def install(self, mac, host, tree):
+        old = self.installed.get(mac)
+        per_sw = {}
+        if old:
+            for sw, port in self._entries(mac, *old).items():
+                per_sw.setdefault(sw, []).append(f"fdb del {mac} dev {port} master")
+        for sw, port in self._entries(mac, host, tree).items():
+            per_sw.setdefault(sw, []).append(f"fdb replace {mac} dev {port} master static")
+        for sw, lines in per_sw.items():
+            subprocess.run(["bridge", "-n", self.fab.ns(sw), "-force", "-batch", "-"],
+                           input="\n".join(lines) + "\n", text=True, capture_output=True)
+        self.installed[mac] = (host, tree)
+
+    def install_baseline(self):
+        trees = self.trees()
+        for h in self.fab.hosts.values():
+            self.install(h.mac, h.name, trees[(h.index - 1) % len(trees)])
+
+    def link_changed(self):
+        """move every MAC off a tree that lost a link (Presto's controller
+        does the same with its shadow MACs)"""
+        ok = [t for t in self.trees() if self.healthy(t)]
+        if not ok:
+            return
+        for mac, (host, tree) in list(self.installed.items()):
+            if tree not in ok:
+                self.install(mac, host, ok[(self.fab.hosts[host].index - 1) % len(ok)])

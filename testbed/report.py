@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""Testbed report: raw run records -> results.json, PNG plots, report.md.
+
+    python3 testbed/report.py RAW.json --out DIR
+
+RAW is written by the emulated runner (testbed/run.py) or by the physical
+path (testbed/physical/collect.py); both follow report.schema.json's
+"raw" definition:
+
+    {"meta": {"platform", "kernel", "hosts", "link_mbit", "paper_link_mbit",
+              "scale", "started", "experiment"},
+     "runs": [{"scheme", "workload", "duration_s",
+               "flows": [{"id", "src", "dst", "kind", "bytes", "duration_s",
+                          "tput_bps", "fct_us", "intervals_bps",
+                          "deadline_us", "met_deadline"}],
+               "ports": [{"node", "dev", "kind", "sent_bytes", "sent_packets",
+                          "drops", "marks", "overlimits"}],
+               "rtt_us": null | {"p50", "p90", "p99", "p999", "cdf": [[us, p], ...]},
+               "cpu": {node or "guest": busy fraction}}]}
+
+Per run it computes: per-flow throughput (mean, min, and as a fraction of
+the link rate), Jain's fairness index over flow throughputs, FCT
+percentiles p50/p90/p99/p99.9 by flow-size class for sized flows, drops
+and marks summed over ports, missed deadlines, CPU.  Plots: elephant
+throughput per scheme and workload (bars, as Presto's Fig. 4/7), CDF of
+flow throughputs, FCT percentiles by size, RTT CDFs.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCHEMA = os.path.join(HERE, "report.schema.json")
+SIZE_CLASSES = [(10 * 1024, "<10KB"), (100 * 1024, "10-100KB"), (1 << 20, "100KB-1MB"),
+                (10 << 20, "1-10MB"), (float("inf"), ">10MB")]
+
+
+def pct(xs, p):
+    if not xs:
+        return None
+    xs = sorted(xs)
+    k = (len(xs) - 1) * p / 100
+    lo = int(k)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def jain(xs):
+    xs = [x for x in xs if x is not None]
+    if not xs or not any(xs):
+        return None
+    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
+
+
+def size_class(b):
+    for lim, name in SIZE_CLASSES:
+        if b < lim:
+            return name
+    return SIZE_CLASSES[-1][1]
+
+
+def validate(doc, what):
+    """JSON-Schema check of a raw ("raw") or results ("results") document"""
+    import jsonschema
+    with open(SCHEMA) as f:
+        schema = json.load(f)
+    sub = dict(schema)
+    sub["$ref"] = f"#/$defs/{what}"
+    jsonschema.validate(doc, sub)
+
+
+def analyse(raw):
+    meta = raw["meta"]
+    link_bps = (meta.get("link_mbit") or 0) * 1e6 or None
+    runs = []
+    for r in raw["runs"]:
+        flows = r["flows"]
+        eleph = [f for f in flows if f["kind"] == "elephant"]
+        sized = [f for f in flows if f.get("fct_us") is not None]
+        tputs = [f["tput_bps"] for f in eleph if f.get("tput_bps") is not None]
+        fct = {}
+        for f in sized:
+            fct.setdefault(size_class(f["bytes"]), []).append(f["fct_us"])
+        fct_stats = {c: dict(n=len(v), p50_us=pct(v, 50), p90_us=pct(v, 90), p99_us=pct(v, 99),
+                             p999_us=pct(v, 99.9)) for c, v in fct.items()}
+        dl = [f for f in flows if f.get("deadline_us")]
+        ports = r.get("ports") or []
+        runs.append(dict(
+            scheme=r["scheme"], workload=r["workload"], duration_s=r["duration_s"],
+            flows=len(flows), elephants=len(eleph),
+            elephant_mean_bps=statistics.mean(tputs) if tputs else None,
+            elephant_min_bps=min(tputs) if tputs else None,
+            elephant_total_bps=sum(tputs) if tputs else None,
+            elephant_mean_of_link=(statistics.mean(tputs) / link_bps) if tputs and link_bps else None,
+            jain=jain(tputs),
+            fct=fct_stats,
+            missed_deadlines=sum(1 for f in dl if f.get("met_deadline") is False),
+            deadline_flows=len(dl),
+            drops=sum(p.get("drops", 0) for p in ports),
+            marks=sum(p.get("marks", 0) for p in ports),
+            rtt_us=r.get("rtt_us"),
+            cpu=r.get("cpu"),
+            incomplete=sum(1 for f in flows if f.get("tput_bps") is None and f.get("fct_us") is None)))
+    # each scheme's elephant throughput against "optimal" on the same workload
+    opt = {r["workload"]: r["elephant_mean_bps"] for r in runs if r["scheme"] == "optimal"}
+    for r in runs:
+        o = opt.get(r["workload"])
+        r["of_optimal"] = (r["elephant_mean_bps"] / o) if o and r["elephant_mean_bps"] is not None else None
+    return dict(meta=meta, runs=runs)
+
+
+def plots(raw, res, out):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    pngs = []
+    runs = res["runs"]
+    schemes = list(dict.fromkeys(r["scheme"] for r in runs))
+    workloads = list(dict.fromkeys(r["workload"] for r in runs))
+    # elephant throughput bars (Presto Fig. 7 style)
+    if any(r["elephant_mean_bps"] for r in runs):
+        fig, ax = plt.subplots(figsize=(max(6, 2 * len(workloads) * len(schemes) / 3), 4))
+        w = 0.8 / max(1, len(schemes))
+        for i, s in enumerate(schemes):
+            ys = []
+            for wl in workloads:
+                r = next((r for r in runs if r["scheme"] == s and r["workload"] == wl), None)
+                ys.append((r["elephant_mean_bps"] or 0) / 1e6 if r else 0)
+            ax.bar([k + i * w for k in range(len(workloads))], ys, w, label=s)
+        ax.set_xticks([k + w * (len(schemes) - 1) / 2 for k in range(len(workloads))])
+        ax.set_xticklabels(workloads)
+        ax.set_ylabel("mean elephant throughput (Mbit/s)")
+        if res["meta"].get("link_mbit"):
+            ax.axhline(res["meta"]["link_mbit"], color="k", ls=":", lw=1)
+        ax.legend()
+        ax.grid(axis="y", alpha=0.3)
+        fig.tight_layout()
+        p = os.path.join(out, "elephant_tput.png")
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        pngs.append(p)
+        # CDF of flow throughputs, one panel per workload
+        fig, axes = plt.subplots(1, len(workloads), figsize=(4.5 * len(workloads), 3.6), squeeze=False)
+        for ax, wl in zip(axes[0], workloads):
+            for rr in raw["runs"]:
+                if rr["workload"] != wl:
+                    continue
+                xs = sorted(f["tput_bps"] / 1e6 for f in rr["flows"]
+                            if f["kind"] == "elephant" and f.get("tput_bps") is not None)
+                if xs:
+                    ax.step(xs, [(i + 1) / len(xs) for i in range(len(xs))], where="post", label=rr["scheme"])
+            ax.set_title(wl)
+            ax.set_xlabel("flow throughput (Mbit/s)")
+            ax.set_ylabel("CDF")
+            ax.grid(alpha=0.3)
+        axes[0][0].legend()
+        fig.tight_layout()
+        p = os.path.join(out, "flow_tput_cdf.png")
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        pngs.append(p)
+    # RTT CDFs
+    rtts = [(r["scheme"], r["workload"], r["rtt_us"]) for r in runs if r.get("rtt_us") and r["rtt_us"].get("cdf")]
+    if rtts:
+        fig, axes = plt.subplots(1, len(workloads), figsize=(4.5 * len(workloads), 3.6), squeeze=False)
+        for ax, wl in zip(axes[0], workloads):
+            for s, w2, rt in rtts:
+                if w2 == wl:
+                    ax.plot([c[0] / 1000 for c in rt["cdf"]], [c[1] for c in rt["cdf"]], label=s)
+            ax.set_xscale("log")
+            ax.set_title(f"sockperf RTT under {wl}")
+            ax.set_xlabel("RTT (ms)")
+            ax.set_ylabel("CDF")
+            ax.grid(alpha=0.3)
+        axes[0][0].legend()
+        fig.tight_layout()
+        p = os.path.join(out, "rtt_cdf.png")
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        pngs.append(p)
+    # FCT percentiles by size class
+    if any(r["fct"] for r in runs):
+        fig, ax = plt.subplots(figsize=(8, 4))
+        for r in runs:
+            cls = [c for _lim, c in SIZE_CLASSES if c in r["fct"]]
+            ax.plot(cls, [r["fct"][c]["p99_us"] / 1000 for c in cls], "o-", label=f"{r['scheme']} {r['workload']} p99")
+        ax.set_yscale("log")
+        ax.set_ylabel("FCT p99 (ms)")
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        p = os.path.join(out, "fct.png")
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        pngs.append(p)
+    return pngs
+
+
+def mbit(v):
+    return "-" if v is None else f"{v / 1e6:.2f}"
+
+
+def frac(v):
+    return "-" if v is None else f"{v * 100:.0f}%"
+
+
+def us(v):
+    return "-" if v is None else (f"{v / 1000:.2f} ms" if v >= 1000 else f"{v:.0f} us")
+
+
+def markdown(res, pngs, out):
+    m = res["meta"]
+    L = [f"# Testbed report ({m.get('platform')}, {m.get('kernel')})", ""]
+    topo = (m.get("experiment") or {}).get("topology")
+    if topo:
+        L.append(f"Topology: {json.dumps(topo)}.")
+    if m.get("link_mbit"):
+        L.append(f"Links at {m['link_mbit']} Mbit/s: scale {m.get('scale')} of the papers' "
+                 f"{m.get('paper_link_mbit')} Mbit/s.")
+    L += ["", "| scheme | workload | flows | elephant mean (Mbit/s) | of link | of Optimal | min | Jain | "
+          "drops | marks | RTT p50 | RTT p99.9 | CPU |", "|" + "---|" * 13]
+    for r in res["runs"]:
+        cpu = r.get("cpu") or {}
+        cpu_s = "-" if not cpu else f"{statistics.mean(cpu.values()) * 100:.0f}%"
+        rtt = r.get("rtt_us") or {}
+        jain_s = "-" if r["jain"] is None else f"{r['jain']:.2f}"
+        L.append(f"| {r['scheme']} | {r['workload']} | {r['flows']} | {mbit(r['elephant_mean_bps'])} | "
+                 f"{frac(r['elephant_mean_of_link'])} | {frac(r['of_optimal'])} | {mbit(r['elephant_min_bps'])} | "
+                 f"{jain_s} | "
+                 f"{r['drops']} | {r['marks']} | {us(rtt.get('p50'))} | {us(rtt.get('p999'))} | {cpu_s} |")
+    fcts = [(r, c, s) for r in res["runs"] for c, s in r["fct"].items()]
+    if fcts:
+        L += ["", "## Flow completion times", "", "| scheme | workload | size | n | p50 | p90 | p99 | p99.9 |",
+              "|---|---|---|---|---|---|---|---|"]
+        for r, c, s in fcts:
+            L.append(f"| {r['scheme']} | {r['workload']} | {c} | {s['n']} | {us(s['p50_us'])} | {us(s['p90_us'])} |"
+                     f" {us(s['p99_us'])} | {us(s['p999_us'])} |")
+    if any(r["deadline_flows"] for r in res["runs"]):
+        L += ["", "Missed deadlines: " + ", ".join(f"{r['scheme']}/{r['workload']} {r['missed_deadlines']}"
+                                                  f" of {r['deadline_flows']}" for r in res["runs"])]
+    inc = [r for r in res["runs"] if r["incomplete"]]
+    if inc:
+        L += ["", "Incomplete flows (no result): " + ", ".join(f"{r['scheme']}/{r['workload']} {r['incomplete']}"
+                                                             for r in inc)]
+    L += [""] + [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in pngs]
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write("\n".join(L) + "\n")
+
+
+def build(raw, out, plot=True):
+    validate(raw, "raw")
+    res = analyse(raw)
+    validate(res, "results")
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(res, f, indent=1)
+    pngs = plots(raw, res, out) if plot else []
+    markdown(res, pngs, out)
+    return res
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("raw")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--no-plots", action="store_true")
+    a = ap.parse_args(argv)
+    with open(a.raw) as f:
+        raw = json.load(f)
+    build(raw, a.out, plot=not a.no_plots)
+    sys.stdout.write(open(os.path.join(a.out, "report.md")).read())
+
+
+if __name__ == "__main__":
+    main()

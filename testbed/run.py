@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""Run a testbed experiment on the emulated fabric and write its report.
+
+    testbed/run.py --experiment testbed/experiments/default.json --out results/testbed
+
+On the host this boots the release kernel (scripts/vmrun.py) and runs
+itself inside with --guest, which writes raw.json; the host then writes
+results.json, the PNG plots and report.md (testbed/report.py).
+
+An experiment (JSON) names a topology, the schemes to compare and the
+workloads to run under each:
+
+    {"topology": {"kind": "clos", "spines": 4, "leaves": 4, "hosts_per_leaf": 4,
+                  "link_mbit": 10, "buffer_bytes": 131072},
+     "schemes": [{"name": "optimal", "topology": {"kind": "single"}, "mode": "ecmp"},
+                 {"name": "ecmp", "mode": "ecmp"},
+                 {"name": "mptcp", "mode": "mptcp", "subflows": 8}],
+     "workloads": [{"name": "stride", "stride": 8}, {"name": "bijection", "seed": 1}],
+     "duration_s": 10,
+     "sysctls": {"net.ipv4.tcp_congestion_control": "cubic"},
+     "rtt_probe": true,
+     "faults": [{"at_s": 3, "node": "l1", "port": "s1", "action": "down"},
+                {"at_s": 6, "node": "l1", "port": "s1", "action": "up"},
+                {"at_s": 3, "node": "l1", "port": "s2", "action": "degrade", "mbit": 1}]}
+
+A scheme's "topology" overrides fields of the experiment's.  Elephants
+run as iperf3 (under mptcpize for MPTCP), the RTT probe as a sockperf
+TCP ping-pong between the first host and the last.
+"""
+import argparse
+import copy
+import datetime
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+SOCKPERF_PORT = 11111
+
+
+def cpu_busy():
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + v[4]
+    return sum(v), idle
+
+
+def parse_fulllog(path):
+    rtts = []
+    try:
+        with open(path) as f:
+            for line in f:
+                parts = line.split(",")
+                if len(parts) == 4 and parts[0].strip().isdigit():
+                    rtts.append(2 * float(parts[3]))
+        os.unlink(path)
+    except OSError:
+        return None
+    if not rtts:
+        return None
+    rtts.sort()
+
+    def q(p):
+        return rtts[min(len(rtts) - 1, int(p * len(rtts)))]
+    ps = [i / 100 for i in range(100)] + [0.995, 0.999, 1.0]
+    return dict(p50=q(0.5), p90=q(0.9), p99=q(0.99), p999=q(0.999),
+                cdf=[[q(p) if p < 1 else rtts[-1], p] for p in ps])
+
+
+def iperf_record(flow, out, duration):
+    rec = dict(id=flow["id"], src=flow["src"], dst=flow["dst"], kind=flow["kind"], bytes=0,
+               duration_s=float(duration), tput_bps=None, fct_us=None, intervals_bps=[],
+               deadline_us=None, met_deadline=None)
+    try:
+        j = json.loads(out)
+    except ValueError:
+        return rec
+    if "error" in j and "end" not in j:
+        rec["error"] = j["error"]
+        return rec
+    end = j.get("end", {})
+    recv = end.get("sum_received") or {}
+    if recv:
+        rec["bytes"] = int(recv.get("bytes", 0))
+        rec["tput_bps"] = float(recv.get("bits_per_second", 0))
+    srv = (j.get("server_output_json") or {}).get("intervals") or j.get("intervals") or []
+    rec["intervals_bps"] = [float(iv["sum"]["bits_per_second"]) for iv in srv if "sum" in iv]
+    return rec
+
+
+def run_one(fab, scheme, wl, flows, exp):
+    duration = exp.get("duration_s", 10)
+    mptcp = fab.mode == "mptcp"
+    wrap = ["mptcpize", "run"] if mptcp else []
+    for name in fab.hosts:
+        if exp.get("sysctls"):
+            from fabric import netns, sysctl
+            with netns(fab.ns(name)):
+                for k, v in exp["sysctls"].items():
+                    sysctl(k, v)
+                if mptcp:
+                    sysctl("net.mptcp.enabled", 1)
+    servers = []
+    for f in flows:
+        servers.append(fab.spawn(f["dst"], wrap + ["iperf3", "-s", "-1", "-p", str(f["port"])]))
+    probe = None
+    hosts = list(fab.hosts)
+    if exp.get("rtt_probe", True):
+        fab.spawn(hosts[-1], ["sockperf", "server", "--tcp", "-i", "0.0.0.0", "-p", str(SOCKPERF_PORT)])
+    time.sleep(1.5 + 0.05 * len(flows))
+    t_cpu0 = cpu_busy()
+    clients = []
+    for f in flows:
+        clients.append((f, fab.spawn(f["src"], wrap + ["iperf3", "-c", fab.ip(f["dst"]), "-p", str(f["port"]),
+                                                       "-t", str(duration), "-i", "0.5", "-J",
+                                                       "--get-server-output"])))
+    log = f"/tmp/testbed-sockperf-{os.getpid()}.csv"
+    if exp.get("rtt_probe", True):
+        time.sleep(1.0)
+        probe = fab.spawn(hosts[0], ["sockperf", "ping-pong", "--tcp", "-i", fab.ip(hosts[-1]),
+                                     "-p", str(SOCKPERF_PORT), "-t", str(max(1, int(duration) - 2)),
+                                     "-m", "64", "--full-log", log])
+    timers = []
+    for fault in exp.get("faults", []):
+        timers.append(threading.Timer(fault["at_s"], apply_fault, (fab, fault)))
+        timers[-1].start()
+    recs = []
+    for f, p in clients:
+        try:
+            o, _e = p.communicate(timeout=duration + 120)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            o, _e = p.communicate()
+        recs.append(iperf_record(f, o, duration))
+    t_cpu1 = cpu_busy()
+    for t in timers:
+        t.cancel()
+    rtt = None
+    if probe:
+        try:
+            probe.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            probe.kill()
+            probe.communicate()
+        rtt = parse_fulllog(log)
+    tot, idle = t_cpu1[0] - t_cpu0[0], t_cpu1[1] - t_cpu0[1]
+    return dict(scheme=scheme["name"], workload=wl["name"], duration_s=float(duration), flows=recs,
+                ports=fab.port_counters(), rtt_us=rtt,
+                cpu={"guest": max(0.0, min(1.0, 1 - idle / tot)) if tot else 0.0})
+
+
+def apply_fault(fab, fault):
+    try:
+        if fault["action"] in ("down", "up"):
+            fab.set_link(fault["node"], fault["port"], fault["action"] == "up")
+        elif fault["action"] == "degrade":
+            fab.degrade_link(fault["node"], fault["port"], fault["mbit"])
+        print(f"fault: {fault}", flush=True)
+    except Exception as e:      # a fault must not kill the run
+        print(f"fault {fault} failed: {e}", flush=True)
+
+
+def topology_for(exp, scheme):
+    from fabric import Topology
+    t = dict(exp.get("topology", {}))
+    t.update(scheme.get("topology", {}))
+    return Topology(**t)
+
+
+def guest_main(a):
+    from fabric import Fabric
+    import workloads
+    with open(a.experiment) as f:
+        exp = json.load(f)
+    if a.duration:
+        exp["duration_s"] = a.duration
+    subprocess.run("modprobe tcp_dctcp", shell=True)
+    base = topology_for(exp, {})
+    raw = dict(meta=dict(platform="emulated", kernel=os.uname().release,
+                         hosts=[f"h{i}" for i in range(1, base.n_hosts + 1)], link_mbit=base.link_mbit,
+                         paper_link_mbit=base.paper_link_mbit, scale=base.scale,
+                         started=datetime.datetime.now(datetime.timezone.utc).isoformat(),
+                         experiment=exp), runs=[])
+    for scheme in exp["schemes"]:
+        topo = topology_for(exp, scheme)
+        for wl in exp["workloads"]:
+            params = {k: v for k, v in wl.items() if k != "name"}
+            params.setdefault("duration_s", exp.get("duration_s", 10))
+            params.setdefault("link_mbit", topo.link_mbit)
+            t0 = time.time()
+            fab = Fabric(topo, mode=scheme.get("mode", "ecmp"), subflows=scheme.get("subflows", 8))
+            try:
+                flows = workloads.generate(wl["name"], list(fab.hosts), **params)
+                if any(f["kind"] != "elephant" for f in flows):
+                    raise SystemExit(f"workload {wl['name']}: sized flows are not run by testbed/run.py yet")
+                run = run_one(fab, scheme, wl, flows, exp)
+            finally:
+                fab.close()
+            raw["runs"].append(run)
+            tp = [r["tput_bps"] for r in run["flows"] if r["tput_bps"] is not None]
+            print(f"{scheme['name']:8s} {wl['name']:10s} built in {fab.t_build:.1f} s, run {time.time() - t0:.0f} s:"
+                  f" {len(tp)}/{len(flows)} flows, mean {sum(tp) / max(1, len(tp)) / 1e6:.2f} Mbit/s", flush=True)
+    with open(os.path.join(os.environ.get("DCNET_OUT", a.out), "raw.json"), "w") as f:
+        json.dump(raw, f)
+
+
+def host_main(a):
+    import report
+    out = os.path.abspath(a.out)
+    os.makedirs(out, exist_ok=True)
+    cmd = [os.path.join(ROOT, ".venv", "bin", "python"), os.path.abspath(__file__), "--guest",
+           "--experiment", os.path.abspath(a.experiment), "--out", out]
+    if a.duration:
+        cmd += ["--duration", str(a.duration)]
+    rc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "vmrun.py"), "--kernel", a.kernel,
+                         "--out", out, "--timeout", str(a.timeout), "--"] + cmd).returncode
+    with open(os.path.join(out, "guest.log"), errors="replace") as f:
+        sys.stdout.write(f.read())
+    if rc != 0 or not os.path.exists(os.path.join(out, "raw.json")):
+        sys.exit("testbed: the guest run failed")
+    with open(os.path.join(out, "raw.json")) as f:
+        raw = json.load(f)
+    report.build(raw, out)
+    print(open(os.path.join(out, "report.md")).read())
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--guest", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--experiment", default=os.path.join(HERE, "experiments", "default.json"))
+    ap.add_argument("--kernel", default=os.path.expanduser("~/.cache/dcnet/build/obj-release"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "results", "testbed"))
+    ap.add_argument("--duration", type=float, default=0, help="override the experiment's seconds per run")
+    ap.add_argument("--timeout", type=int, default=3600)
+    a = ap.parse_args()
+    (guest_main if a.guest else host_main)(a)
+
+
+if __name__ == "__main__":
+    main()

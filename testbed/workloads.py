@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""The papers' workloads as flow lists, one name each.
+
+A workload is a pure function of the host list and its parameters (and a
+seed): it returns flows, each a dict
+
+    {"id": 0, "src": "h1", "dst": "h9", "kind": "elephant",
+     "duration_s": 10, "port": 5201}            # a timed elephant
+    {"id": 7, "src": "h3", "dst": "h5", "kind": "mouse", "bytes": 51200,
+     "start_s": 0.4, "port": 5301}              # a sized flow
+
+so that the emulated fabric (testbed/run.py) and the physical path
+(testbed/physical/) run the very same flows.  Ports are unique per
+destination host.
+
+Elephant patterns (Presto, Sec. 5, after Hedera and MPTCP):
+  stride      host i sends to host (i + stride) mod N (stride 8 of 16)
+  bijection   a random permutation without fixed points
+  random      every host to a uniformly random other host (collisions allowed)
+  shuffle     every host to every other host, in random order, one at a time
+Sized flows:
+  mice        50 KB flows with an application-level ack every 100 ms, as
+              Presto's mice next to the elephants
+  websearch / datamining
+              flow sizes from the published CDFs (below), Poisson arrivals
+              at a given load of the host link rate
+  partagg     FastLane's partition-aggregate: short responses of 2-32 KB
+              fanned in to one aggregator, 1 MB long flows all-to-all, 10%
+              of the load short
+"""
+import argparse
+import json
+import random
+import sys
+
+BASE_PORT = 5201
+
+# Flow-size CDFs (bytes, cumulative probability).  Web search: Alizadeh et
+# al., "Data Center TCP", SIGCOMM 2010, Fig. 4; data mining: Greenberg et
+# al., "VL2", SIGCOMM 2009, Fig. 2.  Both as tabulated (in 1460-byte
+# packets) in the pFabric/PIAS simulation scripts used across the field.
+MSS = 1460
+WEBSEARCH_CDF = [(6, 0.15), (13, 0.2), (19, 0.3), (33, 0.4), (53, 0.53), (133, 0.6), (667, 0.7),
+                 (1333, 0.8), (3333, 0.9), (6667, 0.97), (20000, 1.0)]
+DATAMINING_CDF = [(1, 0.5), (2, 0.6), (3, 0.7), (7, 0.8), (267, 0.9), (2107, 0.95), (66667, 0.99),
+                  (666667, 1.0)]
+
+
+def _ports(flows):
+    nxt = {}
+    for f in flows:
+        f["port"] = BASE_PORT + nxt.get(f["dst"], 0)
+        nxt[f["dst"]] = nxt.get(f["dst"], 0) + 1
+    for i, f in enumerate(flows):
+        f["id"] = i
+    return flows
+
+
+def stride(hosts, stride=8, duration_s=10, **_):
+    n = len(hosts)
+    if n < 2:
+        raise ValueError("stride needs at least 2 hosts")
+    s = stride % n or 1
+    return _ports([dict(src=hosts[i], dst=hosts[(i + s) % n], kind="elephant", duration_s=duration_s)
+                   for i in range(n)])
+
+
+def bijection(hosts, seed=1, duration_s=10, **_):
+    rng = random.Random(seed)
+    n = len(hosts)
+    if n < 2:
+        raise ValueError("bijection needs at least 2 hosts")
+    while True:
+        perm = list(range(n))
+        rng.shuffle(perm)
+        if all(perm[i] != i for i in range(n)):
+            break
+    return _ports([dict(src=hosts[i], dst=hosts[perm[i]], kind="elephant", duration_s=duration_s)
+                   for i in range(n)])
+
+
+def random_pattern(hosts, seed=1, duration_s=10, **_):
+    rng = random.Random(seed)
+    return _ports([dict(src=h, dst=rng.choice([d for d in hosts if d != h]), kind="elephant",
+                        duration_s=duration_s) for h in hosts])
+
+
+def shuffle(hosts, seed=1, bytes=1 << 20, **_):
+    """every host sends `bytes` to every other host, one at a time, in a
+    random order: "order" is the position in the sender's sequence"""
+    rng = random.Random(seed)
+    flows = []
+    for h in hosts:
+        dsts = [d for d in hosts if d != h]
+        rng.shuffle(dsts)
+        flows += [dict(src=h, dst=d, kind="shuffle", bytes=bytes, order=k) for k, d in enumerate(dsts)]
+    return _ports(flows)
+
+
+def mice(hosts, seed=1, duration_s=10, count=20, bytes=50 * 1024, **_):
+    """`count` 50 KB mice per host to random others, uniformly spread over
+    the run; the application acks each every 100 ms (Presto, Sec. 5)"""
+    rng = random.Random(seed)
+    flows = []
+    for h in hosts:
+        for _k in range(count):
+            flows.append(dict(src=h, dst=rng.choice([d for d in hosts if d != h]), kind="mouse",
+                              bytes=bytes, start_s=round(rng.uniform(0, duration_s * 0.9), 4),
+                              app_ack_ms=100))
+    flows.sort(key=lambda f: f["start_s"])
+    return _ports(flows)
+
+
+def _sample_cdf(rng, cdf):
+    u = rng.random()
+    prev_size, prev_p = cdf[0][0], 0.0
+    for size, p in cdf:
+        if u <= p:
+            # linear between the points, as the simulators interpolate
+            frac = 0 if p == prev_p else (u - prev_p) / (p - prev_p)
+            return max(1, int((prev_size + frac * (size - prev_size)) * MSS))
+        prev_size, prev_p = size, p
+    return cdf[-1][0] * MSS
+
+
+def cdf_mean(cdf):
+    mean, prev_size, prev_p = 0.0, cdf[0][0], 0.0
+    for size, p in cdf:
+        mean += (p - prev_p) * (prev_size + size) / 2
+        prev_size, prev_p = size, p
+    return mean * MSS
+
+
+def trace(hosts, cdf, seed=1, duration_s=10, load=0.4, link_mbit=10, **_):
+    """Poisson arrivals per sender at `load` of its link rate, sizes from cdf"""
+    rng = random.Random(seed)
+    rate = load * link_mbit * 1e6 / 8 / cdf_mean(cdf)        # flows/s per host
+    flows = []
+    for h in hosts:
+        t = rng.expovariate(rate)
+        while t < duration_s:
+            flows.append(dict(src=h, dst=rng.choice([d for d in hosts if d != h]), kind="trace",
+                              bytes=_sample_cdf(rng, cdf), start_s=round(t, 6)))
+            t += rng.expovariate(rate)
+    flows.sort(key=lambda f: f["start_s"])
+    return _ports(flows)
+
+
+def partagg(hosts, seed=1, duration_s=10, load=0.4, link_mbit=10, **_):
+    """FastLane Sec. 5: 10% of the load is short responses (2/4/8/16/32 KB
+    each, fanned in to totals of 32-160 KB at one aggregator), 90% is 1 MB
+    long flows between random pairs.  A query is one "query" id shared by
+    its responses, which all start together."""
+    rng = random.Random(seed)
+    n = len(hosts)
+    total_bps = load * link_mbit * 1e6 * n
+    flows = []
+    # long flows
+    rate_long = 0.9 * total_bps / 8 / (1 << 20)
+    t = rng.expovariate(rate_long)
+    while t < duration_s:
+        src, dst = rng.sample(hosts, 2)
+        flows.append(dict(src=src, dst=dst, kind="long", bytes=1 << 20, start_s=round(t, 6)))
+        t += rng.expovariate(rate_long)
+    # queries
+    sizes = [2048, 4096, 8192, 16384, 32768]
+    mean_query = 0
+    for s in sizes:
+        mean_query += s * max(1, min(n - 1, 96 * 1024 // s)) / len(sizes)
+    rate_q = 0.1 * total_bps / 8 / mean_query
+    t, q = rng.expovariate(rate_q), 0
+    while t < duration_s:
+        agg = rng.choice(hosts)
+        size = rng.choice(sizes)
+        # fan-in so that the total lies in 32-160 KB
+        fan = max(1, min(n - 1, rng.randint(32 * 1024, 160 * 1024) // size))
+        for w in rng.sample([h for h in hosts if h != agg], fan):
+            flows.append(dict(src=w, dst=agg, kind="short", bytes=size, start_s=round(t, 6), query=q))
+        q += 1
+        t += rng.expovariate(rate_q)
+    flows.sort(key=lambda f: f["start_s"])
+    return _ports(flows)
+
+
+WORKLOADS = {
+    "stride": stride,
+    "bijection": bijection,
+    "random": random_pattern,
+    "shuffle": shuffle,
+    "mice": mice,
+    "websearch": lambda hosts, **kw: trace(hosts, WEBSEARCH_CDF, **kw),
+    "datamining": lambda hosts, **kw: trace(hosts, DATAMINING_CDF, **kw),
+    "partagg": partagg,
+}
+
+
+def generate(name, hosts, **params):
+    if name not in WORKLOADS:
+        raise ValueError(f"unknown workload {name!r} (one of {', '.join(WORKLOADS)})")
+    return WORKLOADS[name](list(hosts), **params)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="print a workload's flows as JSON")
+    ap.add_argument("workload", choices=sorted(WORKLOADS))
+    ap.add_argument("--hosts", required=True, help="comma-separated host names, e.g. h1,h2,h3")
+    ap.add_argument("--stride", type=int, default=8)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--duration", type=float, default=10)
+    ap.add_argument("--bytes", type=int, default=None)
+    ap.add_argument("--load", type=float, default=0.4)
+    ap.add_argument("--link-mbit", type=float, default=10)
+    a = ap.parse_args(argv)
+    params = dict(stride=a.stride, seed=a.seed, duration_s=a.duration, load=a.load, link_mbit=a.link_mbit)
+    if a.bytes is not None:
+        params["bytes"] = a.bytes
+    if a.workload == "stride":
+        params = dict(stride=a.stride, duration_s=a.duration)
+    json.dump(generate(a.workload, a.hosts.split(","), **params), sys.stdout)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()
