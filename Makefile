@@ -16,9 +16,10 @@ export BUILD RESULTS VENV
 PY := $(VENV)/bin/python
 
 .PHONY: all deps kernel kernel-debug kernel-release tools demo check check-host \
-	check-guest bench-d2tcp bench-htb iproute2 series checkpatch clean distclean help
+	check-guest bench-d2tcp bench-htb iproute2 series checkpatch clean distclean help \
+	testbed testbed-physical-selftest
 
-all: deps kernel-release tools demo
+all: deps kernel-release tools demo testbed
 
 help:
 	@sed -n '/^## /s/^## //p' README.md 2>/dev/null || true
@@ -62,6 +63,23 @@ bench-d2tcp: deps kernel-release tools
 bench-htb: deps kernel-release tools
 	@$(PY) bench/htb.py --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-htb
 	@echo "report: $(RESULTS)/bench-htb/report.md"
+
+# The testbed's default suite (testbed/experiments/default.json): Optimal,
+# ECMP and MPTCP on stride and random bijection, 16 hosts on a 2-tier Clos
+# in the release guest.  EXPERIMENT=path runs another definition.
+EXPERIMENT ?= testbed/experiments/default.json
+testbed: deps kernel-release tools
+	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment $(EXPERIMENT) --out $(RESULTS)/testbed
+	@echo "report: $(RESULTS)/testbed/report.md"
+
+# testbed/physical (Ansible) for real: sshd in network namespaces inside the
+# release guest, site.yml --skip-tags kernel,ovs, raw.json checked.
+PHYS_TIMEOUT ?= 900
+testbed-physical-selftest: deps tools
+	@rc=0; $(PY) scripts/vmrun.py --kernel $(BUILD)/obj-release \
+		--out $(RESULTS)/testbed-physical-selftest --timeout $(PHYS_TIMEOUT) \
+		-- sh testbed/physical/selftest.sh || rc=$$?; \
+	tail -n 1 $(RESULTS)/testbed-physical-selftest/guest.log 2>/dev/null; exit $$rc
 
 # The whole change as a git format-patch series against the pristine tree.
 series: deps

@@ -1,0 +1,102 @@
+"""Host-side checks of the testbed's pure parts: workload definitions and
+the report (schema, metrics).  The fabric itself is tested in the guest
+(tests/guest/test_testbed.py)."""
+import json
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "testbed"))
+
+import report  # noqa: E402
+import workloads  # noqa: E402
+
+HOSTS = [f"h{i}" for i in range(1, 17)]
+
+
+def test_stride_is_presto_stride():
+    flows = workloads.generate("stride", HOSTS, stride=8, duration_s=5)
+    assert [(f["src"], f["dst"]) for f in flows][:2] == [("h1", "h9"), ("h2", "h10")]
+    assert [f["dst"] for f in flows][8] == "h1"
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_bijection_is_a_derangement(seed):
+    flows = workloads.generate("bijection", HOSTS, seed=seed)
+    assert sorted(f["dst"] for f in flows) == sorted(HOSTS)
+    assert all(f["src"] != f["dst"] for f in flows)
+
+
+@pytest.mark.parametrize("name", sorted(workloads.WORKLOADS))
+def test_every_workload_has_unique_ports_per_destination(name):
+    flows = workloads.generate(name, HOSTS, seed=3, duration_s=2, link_mbit=10, load=0.4)
+    assert flows
+    seen = set()
+    for f in flows:
+        assert f["src"] != f["dst"] and f["src"] in HOSTS and f["dst"] in HOSTS
+        assert (f["dst"], f["port"]) not in seen
+        seen.add((f["dst"], f["port"]))
+    assert [f["id"] for f in flows] == list(range(len(flows)))
+
+
+def test_partagg_sizes_and_mix():
+    flows = workloads.generate("partagg", HOSTS, seed=1, duration_s=5, load=0.6, link_mbit=10)
+    short = [f for f in flows if f["kind"] == "short"]
+    long_ = [f for f in flows if f["kind"] == "long"]
+    assert {f["bytes"] for f in short} <= {2048, 4096, 8192, 16384, 32768}
+    assert {f["bytes"] for f in long_} == {1 << 20}
+    frac = sum(f["bytes"] for f in short) / sum(f["bytes"] for f in flows)
+    assert 0.04 < frac < 0.2, frac
+    per_query = {}
+    for f in short:
+        per_query[f["query"]] = per_query.get(f["query"], 0) + f["bytes"]
+    assert all(v <= 160 * 1024 for v in per_query.values())
+
+
+def test_websearch_mean_size_matches_cdf():
+    flows = workloads.generate("websearch", HOSTS, seed=2, duration_s=200, load=0.5, link_mbit=10)
+    mean = sum(f["bytes"] for f in flows) / len(flows)
+    assert 0.6 < mean / workloads.cdf_mean(workloads.WEBSEARCH_CDF) < 1.4
+
+
+def raw_doc():
+    flows = []
+    for i, (s, d, bps) in enumerate([("h1", "h2", 8e6), ("h2", "h1", 4e6)]):
+        flows.append(dict(id=i, src=s, dst=d, kind="elephant", bytes=int(bps * 10 / 8), duration_s=10.0,
+                          tput_bps=bps, fct_us=None, intervals_bps=[bps] * 20, deadline_us=None,
+                          met_deadline=None))
+    port = dict(node="l1", dev="s1", kind="bfifo", sent_bytes=100, sent_packets=1, drops=3, marks=0, overlimits=0)
+    meta = dict(platform="emulated", kernel="6.12.117-dcnet", hosts=["h1", "h2"], link_mbit=10,
+                paper_link_mbit=10000, scale=0.001, started="2026-11-22T00:00:00Z", experiment={})
+    runs = [dict(scheme=s, workload="stride", duration_s=10.0, flows=json.loads(json.dumps(flows)), ports=[port],
+                 rtt_us=None, cpu={"guest": 0.5}) for s in ("optimal", "ecmp")]
+    runs[1]["flows"][0]["tput_bps"] = 3e6
+    return dict(meta=meta, runs=runs)
+
+
+def test_report_metrics_and_schema(tmp_path):
+    res = report.build(raw_doc(), str(tmp_path), plot=False)
+    opt, ecmp = res["runs"]
+    assert opt["elephant_mean_bps"] == pytest.approx(6e6)
+    assert opt["jain"] == pytest.approx(144 / (2 * 80))
+    assert ecmp["of_optimal"] == pytest.approx(3.5 / 6)
+    assert ecmp["drops"] == 3
+    report.validate(json.load(open(tmp_path / "results.json")), "results")
+    assert "| ecmp | stride | 2 | 3.50 | 35% | 58% |" in (tmp_path / "report.md").read_text()
+
+
+@pytest.mark.parametrize("breakage", ["no-flows", "negative-drops", "bad-platform", "missing-tput"])
+def test_report_rejects_malformed_raw(tmp_path, breakage):
+    raw = raw_doc()
+    if breakage == "no-flows":
+        raw["runs"][0]["flows"] = []
+    elif breakage == "negative-drops":
+        raw["runs"][0]["ports"][0]["drops"] = -1
+    elif breakage == "bad-platform":
+        raw["meta"]["platform"] = "simulated"
+    else:
+        del raw["runs"][0]["flows"][0]["tput_bps"]
+    with pytest.raises(Exception, match="(?i)valid|required|minItems|minimum|non-empty|too short|is not one of"):
+        report.build(raw, str(tmp_path), plot=False)
