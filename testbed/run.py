@@ -126,6 +126,18 @@ def run_one(fab, scheme, wl, flows, exp):
         probe = fab.spawn(hosts[0], ["sockperf", "ping-pong", "--tcp", "-i", fab.ip(hosts[-1]),
                                      "-p", str(SOCKPERF_PORT), "-t", str(max(1, int(duration) - 2)),
                                      "-m", "64", "--full-log", log])
+    subflows = None
+    if mptcp and flows:
+        # MPTCP's subflows are TCP sockets of the sender: count those of
+        # the first flow once they are up.  iperf3's control connection
+        # goes to the same port and is an MPTCP connection as well: half
+        # of them belong to the data connection.
+        time.sleep(2.0)
+        f0 = flows[0]
+        o = subprocess.run(["ip", "netns", "exec", fab.ns(f0["src"]), "ss", "-tnH", "state", "established",
+                            f"dport = :{f0['port']}"], capture_output=True, text=True).stdout
+        subflows = len([x for x in o.splitlines() if x.strip()]) // 2
+        print(f"mptcp: flow 0 ({f0['src']} -> {f0['dst']}) has {subflows} TCP subflows", flush=True)
     timers = []
     for fault in exp.get("faults", []):
         timers.append(threading.Timer(fault["at_s"], apply_fault, (fab, fault)))
@@ -151,6 +163,7 @@ def run_one(fab, scheme, wl, flows, exp):
         rtt = parse_fulllog(log)
     tot, idle = t_cpu1[0] - t_cpu0[0], t_cpu1[1] - t_cpu0[1]
     return dict(scheme=scheme["name"], workload=wl["name"], duration_s=float(duration), flows=recs,
+                mptcp_subflows=subflows,
                 ports=fab.port_counters(), rtt_us=rtt,
                 cpu={"guest": max(0.0, min(1.0, 1 - idle / tot)) if tot else 0.0})
 
