@@ -25,7 +25,8 @@ workloads to run under each:
 
 A scheme's "topology" overrides fields of the experiment's.  Elephants
 run as iperf3 (under mptcpize for MPTCP), the RTT probe as a sockperf
-TCP ping-pong between the first host and the last.
+TCP ping-pong between the first host and the last, at rtt_probe_mps
+messages per second (default 500: an unpaced ping-pong spins a vCPU).
 """
 import argparse
 import copy
@@ -125,7 +126,7 @@ def run_one(fab, scheme, wl, flows, exp):
         time.sleep(1.0)
         probe = fab.spawn(hosts[0], ["sockperf", "ping-pong", "--tcp", "-i", fab.ip(hosts[-1]),
                                      "-p", str(SOCKPERF_PORT), "-t", str(max(1, int(duration) - 2)),
-                                     "-m", "64", "--full-log", log])
+                                     "-m", "64", "--mps", str(exp.get("rtt_probe_mps", 500)), "--full-log", log])
     subflows = None
     if mptcp and flows:
         # MPTCP's subflows are TCP sockets of the sender: count those of
