@@ -24,7 +24,8 @@ see the GSO trap in ENVIRONMENT.md.
 Forwarding modes:
   ecmp   every switch routes (IPv4 and IPv6); leaves spread over all
          spines with multipath routes hashed on the 5-tuple
-         (fib_multipath_hash_policy 1), nexthops on a dead link skipped
+         (fib_multipath_hash_policy 1); a cut link is taken out of the
+         leaves' routes at once
   mptcp  the ecmp fabric, and hosts run MPTCP with `subflows` subflows
          (one per extra address, ip mptcp endpoints)
   l2     every switch is a Linux bridge that neither learns nor floods;
@@ -239,22 +240,21 @@ class Fabric:
             ports[a].append(pa)
             ports[b].append(pb)
         self.ports = ports
+        routes = self._route_lines() if self.mode != "l2" else {}
         for sw in self.switches:
-            self._build_switch(sw, ports[sw])
+            self._build_switch(sw, ports[sw], routes.get(sw, []))
         for h in self.hosts.values():
             self._build_host(h)
-        if self.mode != "l2":
-            self._routes()
+        # carrier changes reach routing through linkwatch, up to 1 s late
+        time.sleep(1.0)
 
-    def _build_switch(self, sw, ports):
+    def _build_switch(self, sw, ports, routes=()):
         ns = self.ns(sw)
         with netns(ns):
             sysctl("net.ipv4.ip_forward", 1)
             sysctl("net.ipv6.conf.all.forwarding", 1)
             sysctl("net.ipv4.fib_multipath_hash_policy", 1)
             sysctl("net.ipv6.fib_multipath_hash_policy", 1)
-            sysctl("net.ipv4.conf.all.ignore_routes_with_linkdown", 1)
-            sysctl("net.ipv6.conf.all.ignore_routes_with_linkdown", 1)
             sysctl("net.ipv6.conf.default.accept_dad", 0)
             sysctl("net.ipv6.conf.all.accept_dad", 0)
         L = ["link set lo up"]
@@ -269,6 +269,7 @@ class Fabric:
         else:
             for p in ports:
                 L += self._l3_port_addrs(sw, p)
+            L += list(routes)
         batch("ip", L, ns)
         if self.mode == "l2":
             batch("bridge", [f"link set dev {p} learning off flood off mcast_flood off" for p in ports], ns)
@@ -320,17 +321,19 @@ class Fabric:
         """is the link between nodes a and b up (ports are named after peers)"""
         return frozenset({(a, b), (b, a)}) not in self.down
 
-    def _routes(self, leaves_only=False):
-        """leaf routes: to every other leaf over every spine that still
-        reaches both (what a routing protocol converges to, at once)"""
+    def _route_lines(self, leaves_only=False):
+        """{switch: ip route commands}: a leaf reaches every other leaf over
+        every spine that still reaches both (what a routing protocol
+        converges to, at once); a spine reaches each leaf's hosts directly"""
         t = self.topo
         if t.kind == "single":
-            return                      # one switch: every host subnet is connected
+            return {}                   # one switch: every host subnet is connected
         spines = [s for s in self.switches if s.startswith("s")]
         leaves = [s for s in self.switches if s.startswith("l")]
+        out = {}
         for leaf in leaves:
             li = int(leaf[1:])
-            L = []
+            L = out.setdefault(leaf, [])
             for other in leaves:
                 if other == leaf:
                     continue
@@ -342,18 +345,22 @@ class Fabric:
                 nh = " ".join(f"nexthop via 10.{100 + li}.{int(s[1:])}.2 dev {s}" for s in via)
                 nh6 = " ".join(f"nexthop via fd01:{li}:{int(s[1:])}::2 dev {s}" for s in via)
                 L += [f"route replace 10.{oi}.0.0/16 {nh}", f"route replace fd00:{oi}::/32 {nh6}"]
-            subprocess.run(["ip", "-n", self.ns(leaf), "-force", "-batch", "-"], input="\n".join(L) + "\n",
-                           text=True, capture_output=True)
         if leaves_only:
-            return
+            return out
         for spine in spines:
             si = int(spine[1:])
-            L = []
+            L = out.setdefault(spine, [])
             for leaf in leaves:
                 li = int(leaf[1:])
-                L += [f"route add 10.{li}.0.0/16 via 10.{100 + li}.{si}.1 dev {leaf}",
-                      f"route add fd00:{li}::/32 via fd01:{li}:{si}::1 dev {leaf}"]
-            batch("ip", L, self.ns(spine))
+                L += [f"route replace 10.{li}.0.0/16 via 10.{100 + li}.{si}.1 dev {leaf}",
+                      f"route replace fd00:{li}::/32 via fd01:{li}:{si}::1 dev {leaf}"]
+        return out
+
+    def _reroute(self):
+        for leaf, lines in self._route_lines(leaves_only=True).items():
+            # -force: a "route del" of a route already gone is no error
+            subprocess.run(["ip", "-n", self.ns(leaf), "-force", "-batch", "-"], input="\n".join(lines) + "\n",
+                           text=True, capture_output=True)
 
     # ------------------------------------------------------------ use
     def ip(self, host, v6=False):
@@ -388,7 +395,7 @@ class Fabric:
         if self.controller:
             self.controller.link_changed()
         elif self.mode != "l2":
-            self._routes(leaves_only=True)
+            self._reroute()
 
     def degrade_link(self, node, port, mbit):
         """change a link's rate (both directions), e.g. 10 -> 1 scaled"""
@@ -475,22 +482,27 @@ class Controller:
         return out
 
     def install(self, mac, host, tree):
-        old = self.installed.get(mac)
+        self.install_many([(mac, host, tree)])
+
+    def install_many(self, entries):
+        """[(mac, host, tree)]: one bridge(8) batch per switch"""
         per_sw = {}
-        if old:
-            for sw, port in self._entries(mac, *old).items():
-                per_sw.setdefault(sw, []).append(f"fdb del {mac} dev {port} master")
-        for sw, port in self._entries(mac, host, tree).items():
-            per_sw.setdefault(sw, []).append(f"fdb replace {mac} dev {port} master static")
+        for mac, host, tree in entries:
+            old = self.installed.get(mac)
+            if old:
+                for sw, port in self._entries(mac, *old).items():
+                    per_sw.setdefault(sw, []).append(f"fdb del {mac} dev {port} master")
+            for sw, port in self._entries(mac, host, tree).items():
+                per_sw.setdefault(sw, []).append(f"fdb replace {mac} dev {port} master static")
+            self.installed[mac] = (host, tree)
         for sw, lines in per_sw.items():
+            # -force: deleting an entry of a port that went down is no error
             subprocess.run(["bridge", "-n", self.fab.ns(sw), "-force", "-batch", "-"],
                            input="\n".join(lines) + "\n", text=True, capture_output=True)
-        self.installed[mac] = (host, tree)
 
     def install_baseline(self):
         trees = self.trees()
-        for h in self.fab.hosts.values():
-            self.install(h.mac, h.name, trees[(h.index - 1) % len(trees)])
+        self.install_many([(h.mac, h.name, trees[(h.index - 1) % len(trees)]) for h in self.fab.hosts.values()])
 
     def link_changed(self):
         """move every MAC off a tree that lost a link (Presto's controller
@@ -498,6 +510,5 @@ class Controller:
         ok = [t for t in self.trees() if self.healthy(t)]
         if not ok:
             return
-        for mac, (host, tree) in list(self.installed.items()):
-            if tree not in ok:
-                self.install(mac, host, ok[(self.fab.hosts[host].index - 1) % len(ok)])
+        self.install_many([(mac, host, ok[(self.fab.hosts[host].index - 1) % len(ok)])
+                           for mac, (host, tree) in self.installed.items() if tree not in ok])
