@@ -74,7 +74,7 @@ testbed: deps kernel-release tools
 
 # testbed/physical (Ansible) for real: sshd in network namespaces inside the
 # release guest, site.yml --skip-tags kernel,ovs, raw.json checked.
-PHYS_TIMEOUT ?= 900
+PHYS_TIMEOUT ?= 1500
 testbed-physical-selftest: deps tools
 	@rc=0; $(PY) scripts/vmrun.py --kernel $(BUILD)/obj-release \
 		--out $(RESULTS)/testbed-physical-selftest --timeout $(PHYS_TIMEOUT) \

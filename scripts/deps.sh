@@ -12,6 +12,7 @@ PACKAGES=(
 	iproute2 ethtool iputils-ping iperf3 sockperf nuttcp tcpdump mptcpize
 	libmnl-dev pkg-config
 	python3 python3-venv
+	openssh-server
 )
 
 missing=()
@@ -25,6 +26,17 @@ if [ ${#missing[@]} -gt 0 ]; then
 	export DEBIAN_FRONTEND=noninteractive
 	$SUDO apt-get update -qq
 	$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	# openssh-server is for testbed/physical/selftest.sh, which runs sshd by
+	# hand inside network namespaces: leave no system ssh service behind
+	# (only when installed here; an ssh server that was already there stays)
+	if [[ " ${missing[*]} " == *" openssh-server "* ]]; then
+		if [ -d /run/systemd/system ]; then
+			$SUDO systemctl disable --now ssh.service ssh.socket >/dev/null 2>&1 || true
+		else
+			$SUDO systemctl disable ssh.service >/dev/null 2>&1 || $SUDO update-rc.d ssh disable >/dev/null 2>&1 || true
+			$SUDO /etc/init.d/ssh stop >/dev/null 2>&1 || true
+		fi
+	fi
 fi
 
 VENV=$ROOT/.venv
