@@ -130,10 +130,10 @@ def run_one(fab, scheme, wl, flows, exp):
     subflows = None
     if mptcp and flows:
         # MPTCP's subflows are TCP sockets of the sender: count those of
-        # the first flow once they are up.  iperf3's control connection
-        # goes to the same port and is an MPTCP connection as well: half
-        # of them belong to the data connection.
-        time.sleep(2.0)
+        # the first flow half way through the run.  iperf3's control
+        # connection goes to the same port and is an MPTCP connection as
+        # well: half of them belong to the data connection.
+        time.sleep(max(2.0, duration / 2 - 1))
         f0 = flows[0]
         o = subprocess.run(["ip", "netns", "exec", fab.ns(f0["src"]), "ss", "-tnH", "state", "established",
                             f"dport = :{f0['port']}"], capture_output=True, text=True).stdout
