@@ -147,8 +147,12 @@ for i in $(seq 1 "$N"); do
 		-D -f "$T/sshd_config" -o PidFile="$T/sshd-dcp$i.pid" -E "$T/sshd-dcp$i.log" &
 	SSHD_PIDS="$SSHD_PIDS $!"
 done
+# The logins below leave ssh control masters at the path ansible uses
+# (ANSIBLE_SSH_CONTROL_PATH below), so its first task skips the handshake.
+mkdir -p "$T/cp"
 SSH="ssh -F /dev/null -i $T/id_ed25519 -o IdentitiesOnly=yes -o BatchMode=yes -o ConnectTimeout=20
-     -o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -o LogLevel=ERROR"
+     -o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -o LogLevel=ERROR
+     -o ControlMaster=auto -o ControlPersist=600 -o ControlPath=$T/cp/%h-%p-%r"
 # one login per host, in parallel (process starts are slow in the guest);
 # the command checks that it runs in the right namespace
 deadline=$(( $(date +%s) + 180 ))
@@ -253,6 +257,7 @@ FORKS=$N
 export ANSIBLE_CONFIG="$HERE/ansible.cfg" ANSIBLE_HOME="$T/ansible-home" \
 	ANSIBLE_LOCAL_TEMP="$T/ansible-local" ANSIBLE_REMOTE_TEMP="$T/ansible-remote" \
 	ANSIBLE_ASYNC_DIR="$T/ansible-async" ANSIBLE_SSH_CONTROL_PATH_DIR="$T/cp" \
+	ANSIBLE_SSH_CONTROL_PATH="$T/cp/%%h-%%p-%%r" \
 	ANSIBLE_HOST_KEY_CHECKING=False ANSIBLE_FORKS="$FORKS" ANSIBLE_TIMEOUT=120 \
 	ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY_FILES_ENABLED=False ANSIBLE_LOG_PATH="$OUT/selftest-ansible.log" \
 	LANG=C.UTF-8 LC_ALL=C.UTF-8 PYTHONDONTWRITEBYTECODE=1
