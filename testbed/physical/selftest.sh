@@ -17,7 +17,9 @@
 # Environment: DCNET_PHYS_HOSTS (3), DCNET_PHYS_DURATION (3),
 # DCNET_OUT (results go to $DCNET_OUT/physical-selftest/, else
 # /tmp/dcnet-physical-selftest/), DCNET_TC (tc binary, default tc),
-# DCNET_PHYS_KERNEL_CHECK=1 (first run the kernel role in --check mode with
+# DCNET_PHYS_MODE=tcp|mptcp (mptcp: every iperf3 under mptcpize, a second
+# address per namespace as subflow endpoint, MPTCP MIB counters checked;
+# needs a kernel with MPTCP and mptcpize), DCNET_PHYS_KERNEL_CHECK=1 (first run the kernel role in --check mode with
 # a stand-in package named after the running kernel: its tasks over ssh,
 # without installing or rebooting), DCNET_PHYS_PLOTS=0/1 (report.py's
 # plots; default off in the virtme-ng guest, where they take minutes).
@@ -28,6 +30,8 @@ set -eu
 
 N=${DCNET_PHYS_HOSTS:-3}
 DURATION=${DCNET_PHYS_DURATION:-3}
+MODE=${DCNET_PHYS_MODE:-tcp}
+case $MODE in tcp|mptcp) ;; *) echo "selftest: DCNET_PHYS_MODE is tcp or mptcp" >&2; exit 2 ;; esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 VENV=$ROOT/.venv
@@ -43,8 +47,13 @@ die() { say "FAIL: $*"; exit 1; }
 [ -x /usr/sbin/sshd ] || die "no /usr/sbin/sshd (apt-get install openssh-server, or make deps)"
 [ -x "$VENV/bin/ansible-playbook" ] || die "no $VENV/bin/ansible-playbook (make deps)"
 command -v iperf3 >/dev/null || die "no iperf3"
+if [ "$MODE" = mptcp ]; then
+	command -v mptcpize >/dev/null || die "no mptcpize (apt-get install mptcpize)"
+	[ -e /proc/sys/net/mptcp/enabled ] || die "this kernel has no MPTCP"
+fi
 for i in $(seq 1 "$N"); do
 	! ip netns list | grep -qw "dcp$i" || die "namespace dcp$i exists (left by an earlier run? ip netns del dcp$i)"
+	! ip link show "dcpv$i" >/dev/null 2>&1 || die "link dcpv$i exists (left by an earlier run? ip link del dcpv$i)"
 done
 ! ip link show "$BR" >/dev/null 2>&1 || die "$BR exists (left by an earlier run? ip link del $BR)"
 [ -z "$(ip -4 route show $NET.0/24)" ] || die "$NET.0/24 is already routed here"
@@ -70,6 +79,9 @@ cleanup() {
 	[ -z "$NS_MADE" ] || sleep 0.5
 	for ns in $NS_MADE; do
 		for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
+		# the veth first: a namespace is torn down asynchronously, and with
+		# it its veth pairs, which would race with the next run
+		ip link del "dcpv${ns#dcp}" 2>/dev/null
 		ip netns del "$ns" 2>/dev/null
 	done
 	[ -z "$BR_MADE" ] || ip link del "$BR" 2>/dev/null
@@ -100,6 +112,8 @@ for i in $(seq 1 "$N"); do
 	ip -n "$ns" link set eth0 up
 	ip -n "$ns" addr add "$NET.$i/24" dev eth0
 	ip -n "$ns" addr add "fd77::$i/64" dev eth0 nodad
+	# mptcp mode: a second address, announced as an MPTCP subflow endpoint
+	[ "$MODE" = tcp ] || ip -n "$ns" addr add "10.78.0.$i/24" dev eth0
 done
 
 # --- sshd in each namespace --------------------------------------------------
@@ -187,7 +201,12 @@ say "ssh into all $N namespaces works ($(( $(date +%s) - T0 )) s)"
 	echo "        dcnet_dev: eth0"
 	echo "      hosts:"
 	for i in $(seq 1 "$N"); do
-		echo "        h$i: {ansible_host: $NET.$i, dcnet_ip: $NET.$i, dcnet_ip6: \"fd77::$i\"}"
+		if [ "$MODE" = mptcp ]; then
+			echo "        h$i: {ansible_host: $NET.$i, dcnet_ip: $NET.$i, dcnet_ip6: \"fd77::$i\"," \
+				"dcnet_mptcp_endpoints: [\"10.78.0.$i dev eth0 subflow\"]}"
+		else
+			echo "        h$i: {ansible_host: $NET.$i, dcnet_ip: $NET.$i, dcnet_ip6: \"fd77::$i\"}"
+		fi
 	done
 } >"$T/inventory.yml"
 
@@ -234,7 +253,7 @@ dcnet_workload: stride
 dcnet_stride: 1
 dcnet_seed: 1
 dcnet_duration: $DURATION
-dcnet_mode: tcp
+dcnet_mode: $MODE
 dcnet_tc: $TC
 dcnet_sysctl:
   net.ipv4.tcp_congestion_control: reno
@@ -278,20 +297,31 @@ if [ "${DCNET_PHYS_KERNEL_CHECK:-0}" = 1 ]; then
 		-e "dcnet_deb_dir=$T/debs" -e "dcnet_kernel_match=$(uname -r)" -e "dcnet_results=$T/kcheck" ||
 		die "kernel role (check mode) failed"
 fi
-say "ansible-playbook site.yml --skip-tags kernel,ovs ($N hosts, stride, $DURATION s flows, forks $FORKS)"
+say "ansible-playbook site.yml --skip-tags kernel,ovs ($N hosts, $MODE, stride, $DURATION s flows, forks $FORKS)"
 T1=$(date +%s)
 rc=0
 "$VENV/bin/ansible-playbook" -i "$T/inventory.yml" "$HERE/site.yml" \
 	--skip-tags kernel,ovs -e "@$T/vars.yml" || rc=$?
 T2=$(date +%s)
-say "ansible-playbook exit $rc ($((T2 - T1)) s; log with times: $OUT/selftest-ansible.log)"
+say "ansible-playbook exit $rc ($((T2 - T1)) s; log with times: $OUT/selftest-ansible.log;" \
+	"$(cat "$T"/sshd-*.log | grep -c 'Accepted publickey') ssh logins for $N hosts)"
 
 # --- the verdict ----------------------------------------------------------------------
 RAW=$OUT/selftest/raw.json
 [ -s "$RAW" ] || die "no $RAW (ansible-playbook exit $rc)"
-"$VENV/bin/python" - "$OUT/selftest" "$N" "$rc" "$((T2 - T0))" "$ROOT" <<'EOF' || exit 1
+# mptcp mode: each namespace's MIB counts the MPTCP connections it accepted
+# and the subflows that joined them
+MPTCP_MIB=
+if [ "$MODE" = mptcp ]; then
+	for i in $(seq 1 "$N"); do
+		MPTCP_MIB="$MPTCP_MIB h$i=$(ip netns exec "dcp$i" nstat -az MPTcpExtMPCapableSYNRX MPTcpExtMPJoinSynRx |
+			awk '/^MPTcp/ {printf "%s%s", sep, $2; sep=","}')"
+	done
+fi
+"$VENV/bin/python" - "$OUT/selftest" "$N" "$rc" "$((T2 - T0))" "$ROOT" "$MODE" "$MPTCP_MIB" <<'EOF' || exit 1
 import json, os, sys
 run_dir, n, rc, secs, root = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+mode, mib = sys.argv[6], dict(x.split("=") for x in sys.argv[7].split())
 raw = json.load(open(os.path.join(run_dir, "raw.json")))
 want = json.load(open(os.path.join(run_dir, "flows.json")))
 bad = []
@@ -324,6 +354,12 @@ for h in hosts:
     sc = meta["host_info"].get(h, {}).get("sysctl", {})
     if sc.get("net.ipv4.tcp_ecn") != "1" or sc.get("net.ipv4.tcp_congestion_control") != "reno":
         bad.append(f"{h}: sysctl {sc}")
+    if mode == "mptcp":
+        if sc.get("net.mptcp.enabled") != "1":
+            bad.append(f"{h}: net.mptcp.enabled {sc.get('net.mptcp.enabled')}")
+        capable, joins = (int(x) for x in mib.get(h, "0,0").split(","))
+        if capable < 1:
+            bad.append(f"{h}: accepted no MPTCP connection (MPCapableSYNRX {capable})")
 if meta.get("kernel") != os.uname().release:
     bad.append(f"kernel {meta.get('kernel')} != {os.uname().release}")
 tputs = [f["tput_bps"] / 1e6 for f in flows]
@@ -336,7 +372,9 @@ if has_report_py and not report:
 if bad:
     print("selftest: FAIL: " + "; ".join(bad[:8]))
     sys.exit(1)
-print(f"selftest: PASS: {n} hosts over ssh, {len(flows)} flows, "
+print(f"selftest: PASS: {n} hosts over ssh, {mode}, {len(flows)} flows, "
       f"{min(tputs):.0f}-{max(tputs):.0f} Mbit/s per flow, htb on {len(ports)} ports, "
-      f"kernel {meta['kernel']}, {note}, {secs} s; raw.json: {os.path.join(run_dir, 'raw.json')}")
+      f"kernel {meta['kernel']}, {note}, "
+      + (f"MPTCP accepted,joined {' '.join(f'{h}={v}' for h, v in mib.items())}, " if mode == "mptcp" else "")
+      + f"{secs} s; raw.json: {os.path.join(run_dir, 'raw.json')}")
 EOF
