@@ -111,19 +111,10 @@ CDF_P = sorted(set([i / 200 for i in range(201)] + [0.995, 0.999, 0.9999]))
 
 def sockperf_cdf(path):
     """RTT quantiles (us, at CDF_P) from a sockperf --full-log file"""
-    rtts = []
-    try:
-        with open(path) as f:
-            for line in f:
-                parts = line.split(",")
-                if len(parts) == 4 and parts[0].strip().isdigit():
-                    rtts.append(2 * float(parts[3]))      # half round trip -> RTT
-        os.unlink(path)
-    except (OSError, ValueError):
-        return None
+    from netlab import sockperf_rtts
+    rtts = sockperf_rtts(path)
     if not rtts:
         return None
-    rtts.sort()
     return [rtts[min(len(rtts) - 1, int(p * len(rtts)))] for p in CDF_P]
 
 

@@ -120,3 +120,20 @@ def json_lines(text):
 
 def monotonic_us():
     return int(time.clock_gettime(time.CLOCK_MONOTONIC) * 1e6)
+
+
+def sockperf_rtts(path):
+    """Sorted round-trip times (us) from a sockperf --full-log file, which
+    it then removes; None when it holds none.  sockperf logs the half
+    round trip ("latency")."""
+    rtts = []
+    try:
+        with open(path) as f:
+            for line in f:
+                parts = line.split(",")
+                if len(parts) == 4 and parts[0].strip().isdigit():
+                    rtts.append(2 * float(parts[3]))
+        os.unlink(path)
+    except (OSError, ValueError):
+        return None
+    return sorted(rtts) or None

@@ -53,19 +53,10 @@ def cpu_busy():
 
 
 def parse_fulllog(path):
-    rtts = []
-    try:
-        with open(path) as f:
-            for line in f:
-                parts = line.split(",")
-                if len(parts) == 4 and parts[0].strip().isdigit():
-                    rtts.append(2 * float(parts[3]))
-        os.unlink(path)
-    except OSError:
-        return None
+    from netlab import sockperf_rtts
+    rtts = sockperf_rtts(path)
     if not rtts:
         return None
-    rtts.sort()
 
     def q(p):
         return rtts[min(len(rtts) - 1, int(p * len(rtts)))]
