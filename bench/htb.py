@@ -163,9 +163,14 @@ def run_cell(lab, senders, flows, duration):
 
 
 def servers(lab, n):
+    # nobody reads the servers' stdout: a pipe would fill (64 KB is 6 s of
+    # iperf3's 100 ms intervals for 16 streams) and block the server, so
+    # the client never gets its results.  The intervals reach the client
+    # through --get-server-output.
+    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for i in range(n):
-        lab.spawn("rx", ["iperf3", "-s", "-i", "0.1", "-p", str(5201 + i)])
-    lab.spawn("rx", ["sockperf", "server", "--tcp", "-i", "0.0.0.0", "-p", str(SOCKPERF_PORT)])
+        lab.spawn("rx", ["iperf3", "-s", "-i", "0.1", "-p", str(5201 + i)], **quiet)
+    lab.spawn("rx", ["sockperf", "server", "--tcp", "-i", "0.0.0.0", "-p", str(SOCKPERF_PORT)], **quiet)
     time.sleep(1.0)
 
 
@@ -243,7 +248,8 @@ def calibrate():
     from netlab import Lab
     lab = Lab(["vm", "rx"], prefix="c")
     try:
-        lab.spawn("rx", ["iperf3", "-s", "-p", "5201"])
+        lab.spawn("rx", ["iperf3", "-s", "-p", "5201"], stdout=subprocess.DEVNULL,
+                  stderr=subprocess.DEVNULL)
         time.sleep(1)
         p = lab.spawn("vm", ["iperf3", "-c", lab.ip("rx"), "-p", "5201", "-t", "4", "-J"])
         o, e = p.communicate(timeout=120)

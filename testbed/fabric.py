@@ -368,8 +368,8 @@ class Fabric:
         return h.ip6 if v6 else h.ip
 
     def spawn(self, node, argv, **kw):
-        p = subprocess.Popen(["ip", "netns", "exec", self.ns(node)] + argv, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, **kw)
+        p = subprocess.Popen(["ip", "netns", "exec", self.ns(node)] + argv, **{"stdout": subprocess.PIPE,
+                                "stderr": subprocess.PIPE, "text": True, **kw})
         self.procs.append(p)
         return p
 

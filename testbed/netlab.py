@@ -76,7 +76,7 @@ class Lab:
 
     def spawn(self, name, args, **kw):
         p = subprocess.Popen(["ip", "netns", "exec", self.ns(name)] + args,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+                             **{"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, **kw})
         self.procs.append(p)
         return p
 

@@ -100,11 +100,13 @@ def run_one(fab, scheme, wl, flows, exp):
                     sysctl("net.mptcp.enabled", 1)
     servers = []
     for f in flows:
-        servers.append(fab.spawn(f["dst"], wrap + ["iperf3", "-s", "-1", "-p", str(f["port"])]))
+        servers.append(fab.spawn(f["dst"], wrap + ["iperf3", "-s", "-1", "-p", str(f["port"])],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     probe = None
     hosts = list(fab.hosts)
     if exp.get("rtt_probe", True):
-        fab.spawn(hosts[-1], ["sockperf", "server", "--tcp", "-i", "0.0.0.0", "-p", str(SOCKPERF_PORT)])
+        fab.spawn(hosts[-1], ["sockperf", "server", "--tcp", "-i", "0.0.0.0", "-p", str(SOCKPERF_PORT)],
+                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.5 + 0.05 * len(flows))
     t_cpu0 = cpu_busy()
     clients = []

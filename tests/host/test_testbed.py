@@ -87,6 +87,16 @@ def test_report_metrics_and_schema(tmp_path):
     assert "| ecmp | stride | 2 | 3.50 | 35% | 58% |" in (tmp_path / "report.md").read_text()
 
 
+def test_report_plots(tmp_path):
+    """the papers' plots are written (the guest test builds its report
+    without them: matplotlib's first import takes minutes in the debug guest)"""
+    pytest.importorskip("matplotlib")
+    report.build(raw_doc(), str(tmp_path), plot=True)
+    pngs = sorted(p.name for p in tmp_path.glob("*.png"))
+    assert "elephant_tput.png" in pngs, pngs
+    assert all((tmp_path / p).stat().st_size > 1000 for p in pngs)
+
+
 @pytest.mark.parametrize("breakage", ["no-flows", "negative-drops", "bad-platform", "missing-tput"])
 def test_report_rejects_malformed_raw(tmp_path, breakage):
     raw = raw_doc()
