@@ -1,0 +1,534 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * FastLane switch port: drop notifications
+ *
+ * A byte-limited FIFO, like the port of a shallow-buffered switch, that
+ * turns the TCP packets it must drop into notifications for their
+ * sources (Zats et al., "FastLane: Making Short Flows Shorter with Agile
+ * Drop Notification", SoCC 2015, Sec. 3.2):
+ *
+ *  - the headers up to the end of the TCP options are copied, source and
+ *    destination swapped, the DSCP set to the FastLane codepoint and the
+ *    IP length of the original packet kept;
+ *  - the notification leaves through the port the packet came in on
+ *    when the port is a bridge port (the Ethernet addresses swapped), or
+ *    is routed to its new destination when the port forwards at layer 3
+ *    (a Linux router has rewritten the Ethernet header by the time the
+ *    packet reaches its egress queue);
+ *  - packets with the codepoint, made here or elsewhere, wait in a
+ *    queue of their own, served at strict priority over data within a
+ *    token bucket of 1% of the port's rate, and beyond it only when no
+ *    data waits.  That queue holds 2.5% of the port's buffer; what does
+ *    not fit is dropped, never notified.
+ *
+ * A notification is built under the root lock of the port that drops,
+ * but it is sent from a BH work item: sending it from the enqueue path
+ * would take the root lock of another port while holding this one's,
+ * and two ports doing that to each other would deadlock.
+ */
+
+#include <linux/etherdevice.h>
+#include <linux/if_arp.h>
+#include <linux/if_bridge.h>
+#include <linux/kernel.h>
+#include <linux/module.h>
+#include <linux/skbuff.h>
+#include <linux/tcp.h>
+#include <linux/workqueue.h>
+#include <kunit/visibility.h>
+#include <net/ip.h>
+#include <net/ip6_route.h>
+#include <net/netlink.h>
+#include <net/pkt_sched.h>
+#include <net/route.h>
+#include "sch_fastlane.h"
+
+struct fastlane_sched_data {
+	struct Qdisc		*sch;
+	struct qdisc_skb_head	data;
+	struct qdisc_skb_head	nfq;
+	u32			data_backlog;
+	u32			nf_backlog;
+	u32			nf_limit;
+	u8			dscp;
+	u64			rate;		/* the port's, bytes/s */
+	u64			nf_rate;	/* bytes/s, 0: no cap */
+	struct fastlane_tb	tb;
+	struct sk_buff_head	pending;	/* to be sent by work */
+	struct work_struct	work;
+	struct tc_fastlane_xstats stats;
+};
+
+#define FASTLANE_NF_BURST(q)	max_t(u32, (q)->nf_limit, 2 * 128)
+
+struct fastlane_cb {
+	int	iif;		/* the port the dropped packet came in on */
+	bool	l2;		/* leave through it, not through a route */
+};
+
+static struct fastlane_cb *fastlane_cb(struct sk_buff *skb)
+{
+	BUILD_BUG_ON(sizeof(struct fastlane_cb) > sizeof(skb->cb));
+	return (struct fastlane_cb *)skb->cb;
+}
+
+/* The length of the IP and TCP headers (with options) at the network
+ * header of @skb if a notification can be made of it, else 0: TCP
+ * directly after an IPv4 header of the first fragment, or after an IPv6
+ * header without extension headers.
+ */
+static unsigned int fastlane_hdrlen(const struct sk_buff *skb, __be16 proto)
+{
+	int nhoff = skb_network_offset(skb);
+	unsigned int iphlen;
+	struct tcphdr _th;
+	const struct tcphdr *th;
+
+	switch (proto) {
+	case htons(ETH_P_IP): {
+		struct iphdr _iph;
+		const struct iphdr *iph;
+
+		iph = skb_header_pointer(skb, nhoff, sizeof(_iph), &_iph);
+		if (!iph || iph->version != 4 || iph->ihl < 5 ||
+		    iph->protocol != IPPROTO_TCP ||
+		    (iph->frag_off & htons(IP_MF | IP_OFFSET)))
+			return 0;
+		iphlen = iph->ihl * 4;
+		break;
+	}
+#if IS_ENABLED(CONFIG_IPV6)
+	case htons(ETH_P_IPV6): {
+		struct ipv6hdr _ip6h;
+		const struct ipv6hdr *ip6h;
+
+		ip6h = skb_header_pointer(skb, nhoff, sizeof(_ip6h), &_ip6h);
+		if (!ip6h || ip6h->version != 6 ||
+		    ip6h->nexthdr != IPPROTO_TCP)
+			return 0;
+		iphlen = sizeof(*ip6h);
+		break;
+	}
+#endif
+	default:
+		return 0;
+	}
+	th = skb_header_pointer(skb, nhoff + iphlen, sizeof(_th), &_th);
+	if (!th || th->doff < 5)
+		return 0;
+	if (nhoff + iphlen + th->doff * 4 > skb->len)
+		return 0;
+	return iphlen + th->doff * 4;
+}
+
+/* Build the notification for @skb, which is about to be dropped.  @l2:
+ * with an Ethernet header whose addresses are those of @skb swapped.
+ * Returns NULL if @skb is not TCP or no memory is at hand.
+ */
+VISIBLE_IF_KUNIT struct sk_buff *fastlane_notification(const struct sk_buff *skb,
+						       u8 dscp, bool l2)
+{
+	__be16 proto = skb_protocol(skb, true);
+	unsigned int hlen = fastlane_hdrlen(skb, proto);
+	struct sk_buff *nskb;
+
+	if (!hlen)
+		return NULL;
+	if (l2 && (!skb_mac_header_was_set(skb) ||
+		   skb_mac_header_len(skb) < ETH_HLEN))
+		return NULL;
+	nskb = alloc_skb(LL_MAX_HEADER + hlen, GFP_ATOMIC);
+	if (!nskb)
+		return NULL;
+	skb_reserve(nskb, LL_MAX_HEADER);
+	skb_reset_network_header(nskb);
+	if (skb_copy_bits(skb, skb_network_offset(skb), skb_put(nskb, hlen),
+			  hlen)) {
+		kfree_skb(nskb);
+		return NULL;
+	}
+	nskb->protocol = proto;
+	if (proto == htons(ETH_P_IP)) {
+		skb_set_transport_header(nskb, ip_hdr(nskb)->ihl * 4);
+		fastlane_nf_ipv4(ip_hdr(nskb), dscp);
+	} else {
+		skb_set_transport_header(nskb, sizeof(struct ipv6hdr));
+		fastlane_nf_ipv6(ipv6_hdr(nskb), dscp);
+	}
+	if (l2) {
+		const struct ethhdr *oeth = eth_hdr(skb);
+		struct ethhdr *eth = skb_push(nskb, ETH_HLEN);
+
+		ether_addr_copy(eth->h_dest, oeth->h_source);
+		ether_addr_copy(eth->h_source, oeth->h_dest);
+		eth->h_proto = proto;
+		skb_reset_mac_header(nskb);
+	}
+	nskb->priority = TC_PRIO_CONTROL;
+	return nskb;
+}
+EXPORT_SYMBOL_IF_KUNIT(fastlane_notification);
+
+/* Does @skb carry the FastLane codepoint @dscp, and TCP? */
+VISIBLE_IF_KUNIT bool fastlane_is_notification(const struct sk_buff *skb, u8 dscp)
+{
+	int nhoff = skb_network_offset(skb);
+
+	switch (skb_protocol(skb, true)) {
+	case htons(ETH_P_IP): {
+		struct iphdr _iph;
+		const struct iphdr *iph;
+
+		iph = skb_header_pointer(skb, nhoff, sizeof(_iph), &_iph);
+		return iph && iph->protocol == IPPROTO_TCP &&
+		       (ipv4_get_dsfield(iph) >> 2) == dscp;
+	}
+	case htons(ETH_P_IPV6): {
+		struct ipv6hdr _ip6h;
+		const struct ipv6hdr *ip6h;
+
+		ip6h = skb_header_pointer(skb, nhoff, sizeof(_ip6h), &_ip6h);
+		return ip6h && ip6h->nexthdr == IPPROTO_TCP &&
+		       (ipv6_get_dsfield(ip6h) >> 2) == dscp;
+	}
+	}
+	return false;
+}
+EXPORT_SYMBOL_IF_KUNIT(fastlane_is_notification);
+
+/* The route of a notification to its new destination (the source of
+ * the packet it stands for), or NULL.
+ */
+static struct dst_entry *fastlane_route(struct net *net, struct sk_buff *nskb)
+{
+	if (nskb->protocol == htons(ETH_P_IP)) {
+		struct flowi4 fl4 = {
+			.daddr = ip_hdr(nskb)->daddr,
+			.flowi4_proto = IPPROTO_TCP,
+		};
+		struct rtable *rt = ip_route_output_key(net, &fl4);
+
+		return IS_ERR(rt) ? NULL : &rt->dst;
+	}
+#if IS_ENABLED(CONFIG_IPV6)
+	if (nskb->protocol == htons(ETH_P_IPV6)) {
+		struct flowi6 fl6 = {
+			.daddr = ipv6_hdr(nskb)->daddr,
+			.flowi6_proto = IPPROTO_TCP,
+		};
+		struct dst_entry *dst = ip6_route_output(net, NULL, &fl6);
+
+		if (!dst->error)
+			return dst;
+		dst_release(dst);
+	}
+#endif
+	return NULL;
+}
+
+/* Send a notification on its way back: out of the port its packet came
+ * in on (bridged ports), or along the route to its new destination.
+ */
+static void fastlane_send(struct net *net, struct sk_buff *nskb)
+{
+	struct fastlane_cb *cb = fastlane_cb(nskb);
+	struct net_device *dev;
+	struct dst_entry *dst;
+
+	if (cb->l2) {
+		dev = dev_get_by_index_rcu(net, cb->iif);
+		if (!dev || !(dev->flags & IFF_UP)) {
+			kfree_skb(nskb);
+			return;
+		}
+		nskb->dev = dev;
+		memset(nskb->cb, 0, sizeof(nskb->cb));
+		dev_queue_xmit(nskb);
+		return;
+	}
+	memset(nskb->cb, 0, sizeof(nskb->cb));
+	dst = fastlane_route(net, nskb);
+	if (!dst) {
+		kfree_skb(nskb);
+		return;
+	}
+	skb_dst_set(nskb, dst);
+	nskb->dev = dst->dev;
+	/* not ip_local_out(): it would set the IP length to what is left */
+	dst_output(net, NULL, nskb);
+}
+
+static void fastlane_work(struct work_struct *work)
+{
+	struct fastlane_sched_data *q = container_of(work, struct fastlane_sched_data,
+						     work);
+	struct net *net = dev_net(qdisc_dev(q->sch));
+	struct sk_buff *nskb;
+
+	rcu_read_lock();
+	while ((nskb = skb_dequeue(&q->pending)))
+		fastlane_send(net, nskb);
+	rcu_read_unlock();
+}
+
+/* @skb is dropped: make it a notification if it is TCP (not one itself) */
+static void fastlane_notify(struct Qdisc *sch, struct sk_buff *skb)
+{
+	struct fastlane_sched_data *q = qdisc_priv(sch);
+	struct net_device *dev = qdisc_dev(sch);
+	bool l2 = netif_is_bridge_port(dev) && dev->type == ARPHRD_ETHER;
+	struct sk_buff *nskb;
+
+	if (skb_queue_len(&q->pending) >= FASTLANE_PENDING_MAX) {
+		q->stats.nf_cap_drops++;
+		return;
+	}
+	nskb = fastlane_notification(skb, q->dscp, l2);
+	if (!nskb) {
+		q->stats.nf_not_tcp++;
+		return;
+	}
+	fastlane_cb(nskb)->iif = skb->skb_iif;
+	fastlane_cb(nskb)->l2 = l2;
+	q->stats.nf_generated++;
+	skb_queue_tail(&q->pending, nskb);
+	queue_work(system_bh_wq, &q->work);
+}
+
+static int fastlane_enqueue(struct sk_buff *skb, struct Qdisc *sch,
+			    struct sk_buff **to_free)
+{
+	struct fastlane_sched_data *q = qdisc_priv(sch);
+	unsigned int len = qdisc_pkt_len(skb);
+
+	if (fastlane_is_notification(skb, q->dscp)) {
+		if (q->nf_backlog + len > q->nf_limit) {
+			q->stats.nf_cap_drops++;
+			return qdisc_drop(skb, sch, to_free);
+		}
+		__qdisc_enqueue_tail(skb, &q->nfq);
+		q->nf_backlog += len;
+		q->stats.nf_queued++;
+		q->stats.nf_backlog_max = max(q->stats.nf_backlog_max,
+					      q->nf_backlog);
+	} else {
+		if (q->data_backlog + len > READ_ONCE(sch->limit)) {
+			fastlane_notify(sch, skb);
+			return qdisc_drop(skb, sch, to_free);
+		}
+		__qdisc_enqueue_tail(skb, &q->data);
+		q->data_backlog += len;
+	}
+	sch->q.qlen++;
+	qdisc_qstats_backlog_inc(sch, skb);
+	return NET_XMIT_SUCCESS;
+}
+
+static struct sk_buff *fastlane_dequeue(struct Qdisc *sch)
+{
+	struct fastlane_sched_data *q = qdisc_priv(sch);
+	struct sk_buff *skb = q->nfq.head;
+	unsigned int len;
+
+	if (skb) {
+		len = qdisc_pkt_len(skb);
+		fastlane_tb_refill(&q->tb, ktime_get_ns(), q->nf_rate,
+				   FASTLANE_NF_BURST(q));
+		if (fastlane_tb_conforms(&q->tb, q->nf_rate, len)) {
+			fastlane_tb_charge(&q->tb, q->nf_rate, len);
+		} else if (!q->data.head) {
+			/* work conserving: idle capacity is free */
+			q->stats.nf_sent_idle++;
+		} else {
+			skb = NULL;
+		}
+		if (skb) {
+			skb = __qdisc_dequeue_head(&q->nfq);
+			q->nf_backlog -= len;
+			q->stats.nf_sent++;
+			q->stats.nf_bytes += len;
+			goto out;
+		}
+	}
+	skb = __qdisc_dequeue_head(&q->data);
+	if (!skb)
+		return NULL;
+	q->data_backlog -= qdisc_pkt_len(skb);
+out:
+	sch->q.qlen--;
+	qdisc_qstats_backlog_dec(sch, skb);
+	qdisc_bstats_update(sch, skb);
+	return skb;
+}
+
+static void fastlane_reset(struct Qdisc *sch)
+{
+	struct fastlane_sched_data *q = qdisc_priv(sch);
+
+	__qdisc_reset_queue(&q->data);
+	__qdisc_reset_queue(&q->nfq);
+	q->data_backlog = 0;
+	q->nf_backlog = 0;
+	sch->q.qlen = 0;
+	sch->qstats.backlog = 0;
+}
+
+static const struct nla_policy fastlane_policy[TCA_FASTLANE_MAX + 1] = {
+	[TCA_FASTLANE_LIMIT]	= NLA_POLICY_MIN(NLA_U32, 1),
+	[TCA_FASTLANE_NF_LIMIT]	= { .type = NLA_U32 },
+	[TCA_FASTLANE_RATE]	= { .type = NLA_U64 },
+	[TCA_FASTLANE_NF_RATE]	= { .type = NLA_U64 },
+	[TCA_FASTLANE_DSCP]	= NLA_POLICY_MAX(NLA_U8, 63),
+};
+
+static int fastlane_change(struct Qdisc *sch, struct nlattr *opt,
+			   struct netlink_ext_ack *extack)
+{
+	struct fastlane_sched_data *q = qdisc_priv(sch);
+	struct nlattr *tb[TCA_FASTLANE_MAX + 1];
+	u32 limit, nf_limit;
+	u64 rate, nf_rate;
+	u8 dscp;
+	int err;
+
+	err = nla_parse_nested(tb, TCA_FASTLANE_MAX, opt, fastlane_policy,
+			       extack);
+	if (err < 0)
+		return err;
+
+	limit = tb[TCA_FASTLANE_LIMIT] ? nla_get_u32(tb[TCA_FASTLANE_LIMIT]) :
+					 READ_ONCE(sch->limit);
+	rate = tb[TCA_FASTLANE_RATE] ? nla_get_u64(tb[TCA_FASTLANE_RATE]) :
+				       q->rate;
+	/* the caps follow the buffer and the rate unless given */
+	if (tb[TCA_FASTLANE_NF_LIMIT])
+		nf_limit = nla_get_u32(tb[TCA_FASTLANE_NF_LIMIT]);
+	else if (tb[TCA_FASTLANE_LIMIT] || !q->nf_limit)
+		nf_limit = div_u64((u64)limit * FASTLANE_NF_LIMIT_PERMILLE, 1000);
+	else
+		nf_limit = q->nf_limit;
+	if (tb[TCA_FASTLANE_NF_RATE])
+		nf_rate = nla_get_u64(tb[TCA_FASTLANE_NF_RATE]);
+	else if (tb[TCA_FASTLANE_RATE])
+		nf_rate = div_u64(rate * FASTLANE_NF_RATE_PERCENT, 100);
+	else
+		nf_rate = q->nf_rate;
+	dscp = tb[TCA_FASTLANE_DSCP] ? nla_get_u8(tb[TCA_FASTLANE_DSCP]) :
+				       q->dscp;
+
+	if (nf_limit > limit) {
+		NL_SET_ERR_MSG_ATTR(extack, tb[TCA_FASTLANE_NF_LIMIT],
+				    "nf_limit larger than the port's buffer (limit)");
+		return -EINVAL;
+	}
+	if (rate && nf_rate > rate) {
+		NL_SET_ERR_MSG_ATTR(extack, tb[TCA_FASTLANE_NF_RATE],
+				    "nf_rate larger than the port's rate");
+		return -EINVAL;
+	}
+	if (!dscp) {
+		NL_SET_ERR_MSG_ATTR(extack, tb[TCA_FASTLANE_DSCP],
+				    "dscp 0 is best effort: pick a codepoint of its own");
+		return -EINVAL;
+	}
+
+	sch_tree_lock(sch);
+	WRITE_ONCE(sch->limit, limit);
+	q->nf_limit = nf_limit;
+	q->rate = rate;
+	q->nf_rate = nf_rate;
+	q->dscp = dscp;
+	/* what exceeds the new buffers stays queued and drains */
+	sch_tree_unlock(sch);
+	return 0;
+}
+
+static int fastlane_init(struct Qdisc *sch, struct nlattr *opt,
+			 struct netlink_ext_ack *extack)
+{
+	struct fastlane_sched_data *q = qdisc_priv(sch);
+
+	q->sch = sch;
+	skb_queue_head_init(&q->pending);
+	INIT_WORK(&q->work, fastlane_work);
+	sch->limit = FASTLANE_DEFAULT_LIMIT;
+	q->nf_limit = div_u64((u64)sch->limit * FASTLANE_NF_LIMIT_PERMILLE, 1000);
+	q->dscp = FASTLANE_DEFAULT_DSCP;
+	q->tb.t_last = ktime_get_ns();
+	q->tb.tokens = FASTLANE_NF_BURST(q);
+
+	if (opt)
+		return fastlane_change(sch, opt, extack);
+	return 0;
+}
+
+static void fastlane_destroy(struct Qdisc *sch)
+{
+	struct fastlane_sched_data *q = qdisc_priv(sch);
+
+	cancel_work_sync(&q->work);
+	skb_queue_purge(&q->pending);
+}
+
+static int fastlane_dump(struct Qdisc *sch, struct sk_buff *skb)
+{
+	struct fastlane_sched_data *q = qdisc_priv(sch);
+	struct nlattr *opts;
+
+	opts = nla_nest_start_noflag(skb, TCA_OPTIONS);
+	if (!opts)
+		goto nla_put_failure;
+	if (nla_put_u32(skb, TCA_FASTLANE_LIMIT, READ_ONCE(sch->limit)) ||
+	    nla_put_u32(skb, TCA_FASTLANE_NF_LIMIT, q->nf_limit) ||
+	    nla_put_u64_64bit(skb, TCA_FASTLANE_RATE, q->rate,
+			      TCA_FASTLANE_PAD) ||
+	    nla_put_u64_64bit(skb, TCA_FASTLANE_NF_RATE, q->nf_rate,
+			      TCA_FASTLANE_PAD) ||
+	    nla_put_u8(skb, TCA_FASTLANE_DSCP, q->dscp))
+		goto nla_put_failure;
+	return nla_nest_end(skb, opts);
+
+nla_put_failure:
+	return -1;
+}
+
+static int fastlane_dump_stats(struct Qdisc *sch, struct gnet_dump *d)
+{
+	struct fastlane_sched_data *q = qdisc_priv(sch);
+	struct tc_fastlane_xstats st = q->stats;
+
+	st.nf_backlog = q->nf_backlog;
+	st.nf_pending = skb_queue_len(&q->pending);
+	return gnet_stats_copy_app(d, &st, sizeof(st));
+}
+
+static struct Qdisc_ops fastlane_qdisc_ops __read_mostly = {
+	.id		= "fastlane",
+	.priv_size	= sizeof(struct fastlane_sched_data),
+	.enqueue	= fastlane_enqueue,
+	.dequeue	= fastlane_dequeue,
+	.peek		= qdisc_peek_dequeued,
+	.init		= fastlane_init,
+	.reset		= fastlane_reset,
+	.destroy	= fastlane_destroy,
+	.change		= fastlane_change,
+	.dump		= fastlane_dump,
+	.dump_stats	= fastlane_dump_stats,
+	.owner		= THIS_MODULE,
+};
+MODULE_ALIAS_NET_SCH("fastlane");
+
+static int __init fastlane_module_init(void)
+{
+	return register_qdisc(&fastlane_qdisc_ops);
+}
+
+static void __exit fastlane_module_exit(void)
+{
+	unregister_qdisc(&fastlane_qdisc_ops);
+}
+
+module_init(fastlane_module_init);
+module_exit(fastlane_module_exit);
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("FastLane switch port: drop notifications at strict priority");

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* FastLane switch ports (CONFIG_NET_SCH_FASTLANE).
+ *
+ * Zats et al., "FastLane: Making Short Flows Shorter with Agile Drop
+ * Notification", SoCC 2015, Sec. 3.2: a switch port that must drop a TCP
+ * packet turns it into a notification for its source instead: source and
+ * destination swapped, a reserved DSCP codepoint set, everything after
+ * the TCP header and its options cut off, and the IP length of the
+ * original packet kept so that the source learns which bytes were lost.
+ * Notifications travel at strict priority, within 1% of a port's rate
+ * and 2.5% of its buffer.
+ *
+ * These are the pure parts: the header rewrite and the notification
+ * token bucket, with no locking (sch_fastlane_kunit.c tests them and the
+ * skb transform exported to it).
+ */
+#ifndef _NET_SCHED_SCH_FASTLANE_H
+#define _NET_SCHED_SCH_FASTLANE_H
+
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/math64.h>
+#include <linux/minmax.h>
+#include <linux/skbuff.h>
+#include <net/dsfield.h>
+#include <net/inet_ecn.h>
+
+/* Defaults: a shallow switch port of 128 KB, notifications within 2.5%
+ * of it (3276 bytes) and 1% of the port's rate.
+ */
+#define FASTLANE_DEFAULT_LIMIT		(128 * 1024)
+#define FASTLANE_NF_LIMIT_PERMILLE	25
+#define FASTLANE_NF_RATE_PERCENT	1
+/* The codepoint notifications carry unless configured otherwise */
+#define FASTLANE_DEFAULT_DSCP		0x2d
+/* Notifications built here and waiting to leave through another port */
+#define FASTLANE_PENDING_MAX		64
+
+/* Rewrite an IPv4 header into a notification's: swap the addresses and
+ * set the DSCP, keeping the ECN field and the total length.  Swapping
+ * two 32-bit words does not change a one's complement sum, so only the
+ * DSCP change updates the header checksum (incrementally).
+ */
+static inline void fastlane_nf_ipv4(struct iphdr *iph, u8 dscp)
+{
+	swap(iph->saddr, iph->daddr);
+	ipv4_change_dsfield(iph, INET_ECN_MASK, dscp << 2);
+}
+
+/* The same for IPv6 (no header checksum; the payload length is kept) */
+static inline void fastlane_nf_ipv6(struct ipv6hdr *ip6h, u8 dscp)
+{
+	swap(ip6h->saddr, ip6h->daddr);
+	ipv6_change_dsfield(ip6h, INET_ECN_MASK, dscp << 2);
+}
+
+/* Token bucket of a port's notifications, in bytes.  @rate is in bytes
+ * per second (0: no cap), @burst the most it may save up.
+ */
+struct fastlane_tb {
+	s64	tokens;
+	u64	t_last;
+};
+
+static inline void fastlane_tb_refill(struct fastlane_tb *tb, u64 now_ns,
+				      u64 rate, u32 burst)
+{
+	u64 dt = now_ns - tb->t_last;
+
+	tb->t_last = now_ns;
+	if (!rate)
+		return;
+	/* at most a second's worth: rate * dt stays well within u64 */
+	dt = min_t(u64, dt, NSEC_PER_SEC);
+	tb->tokens = min_t(s64, tb->tokens + div64_u64(rate * dt, NSEC_PER_SEC),
+			   burst);
+}
+
+/* May a notification of @len bytes leave now, within the cap? */
+static inline bool fastlane_tb_conforms(const struct fastlane_tb *tb,
+					u64 rate, unsigned int len)
+{
+	return !rate || tb->tokens >= len;
+}
+
+static inline void fastlane_tb_charge(struct fastlane_tb *tb, u64 rate,
+				      unsigned int len)
+{
+	if (rate)
+		tb->tokens -= len;
+}
+
+#if IS_ENABLED(CONFIG_KUNIT)
+/* sch_fastlane.c, exported to its KUnit tests only */
+struct sk_buff *fastlane_notification(const struct sk_buff *skb, u8 dscp,
+				      bool l2);
+bool fastlane_is_notification(const struct sk_buff *skb, u8 dscp);
+#endif
+
+#endif /* _NET_SCHED_SCH_FASTLANE_H */

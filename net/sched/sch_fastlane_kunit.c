@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* KUnit tests of FastLane's switch side (sch_fastlane.c): the transform
+ * of a packet about to be dropped into a notification, for IPv4 and IPv6,
+ * routed and bridged, and the token bucket that caps notifications.
+ */
+
+#include <kunit/test.h>
+#include <linux/etherdevice.h>
+#include <linux/tcp.h>
+#include <net/ip.h>
+#include "sch_fastlane.h"
+
+MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);
+
+#define NF_DSCP		0x2d
+#define PAYLOAD		100
+/* NOP, NOP, timestamps: a 12-byte option block (doff 8) */
+static const u8 tcp_opts[12] = { 1, 1, 8, 10, 0, 0, 0, 7, 0, 0, 0, 9 };
+static const u8 mac_a[ETH_ALEN] = { 0x02, 0, 0, 0, 0, 0xa };
+static const u8 mac_b[ETH_ALEN] = { 0x02, 0, 0, 0, 0, 0xb };
+
+static void fill_tcp(struct tcphdr *th)
+{
+	memset(th, 0, sizeof(*th));
+	th->source = htons(40000);
+	th->dest = htons(5001);
+	th->seq = htonl(0x12345678);
+	th->ack_seq = htonl(0x9abcdef0);
+	th->doff = (sizeof(*th) + sizeof(tcp_opts)) / 4;
+	th->ack = 1;
+	th->window = htons(512);
+	th->check = htons(0xbeef);	/* stale in a notification anyway */
+	memcpy(th + 1, tcp_opts, sizeof(tcp_opts));
+}
+
+/* eth + IPv4 (or IPv6) + TCP with options + PAYLOAD bytes */
+static struct sk_buff *make_pkt(struct kunit *test, bool v6, u8 tos, u8 proto)
+{
+	unsigned int iphlen = v6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr);
+	unsigned int thlen = sizeof(struct tcphdr) + sizeof(tcp_opts);
+	struct sk_buff *skb = alloc_skb(256 + PAYLOAD, GFP_KERNEL);
+	struct ethhdr *eth;
+
+	KUNIT_ASSERT_NOT_NULL(test, skb);
+	skb_reserve(skb, 32);
+	eth = skb_put(skb, ETH_HLEN);
+	ether_addr_copy(eth->h_source, mac_a);
+	ether_addr_copy(eth->h_dest, mac_b);
+	eth->h_proto = htons(v6 ? ETH_P_IPV6 : ETH_P_IP);
+	skb_reset_mac_header(skb);
+	skb_set_network_header(skb, ETH_HLEN);
+	skb->protocol = eth->h_proto;
+	if (v6) {
+		struct ipv6hdr *ip6h = skb_put_zero(skb, iphlen);
+
+		ip6h->version = 6;
+		ipv6_change_dsfield(ip6h, 0, tos);
+		ip6h->payload_len = htons(thlen + PAYLOAD);
+		ip6h->nexthdr = proto;
+		ip6h->hop_limit = 63;
+		ip6h->saddr.s6_addr32[0] = htonl(0xfd000000);
+		ip6h->saddr.s6_addr32[3] = htonl(1);
+		ip6h->daddr.s6_addr32[0] = htonl(0xfd000000);
+		ip6h->daddr.s6_addr32[3] = htonl(2);
+	} else {
+		struct iphdr *iph = skb_put_zero(skb, iphlen);
+
+		iph->version = 4;
+		iph->ihl = 5;
+		iph->tos = tos;
+		iph->tot_len = htons(iphlen + thlen + PAYLOAD);
+		iph->frag_off = htons(IP_DF);
+		iph->ttl = 63;
+		iph->protocol = proto;
+		iph->saddr = htonl(0x0a000001);
+		iph->daddr = htonl(0x0a000102);
+		ip_send_check(iph);
+	}
+	skb_set_transport_header(skb, ETH_HLEN + iphlen);
+	fill_tcp(skb_put(skb, thlen));
+	memset(skb_put(skb, PAYLOAD), 0x5a, PAYLOAD);
+	return skb;
+}
+
+static void fastlane_test_ipv4_routed(struct kunit *test)
+{
+	struct sk_buff *skb = make_pkt(test, false, INET_ECN_ECT_0, IPPROTO_TCP);
+	const struct iphdr *o = ip_hdr(skb);
+	struct sk_buff *n;
+	struct iphdr *iph;
+
+	n = fastlane_notification(skb, NF_DSCP, false);
+	KUNIT_ASSERT_NOT_NULL(test, n);
+	/* IP header + TCP header with its options, nothing more */
+	KUNIT_EXPECT_EQ(test, n->len, sizeof(*iph) + sizeof(struct tcphdr) +
+			sizeof(tcp_opts));
+	KUNIT_EXPECT_EQ(test, n->protocol, htons(ETH_P_IP));
+	iph = ip_hdr(n);
+	KUNIT_EXPECT_EQ(test, iph->saddr, o->daddr);
+	KUNIT_EXPECT_EQ(test, iph->daddr, o->saddr);
+	KUNIT_EXPECT_EQ(test, iph->tos >> 2, NF_DSCP);
+	KUNIT_EXPECT_EQ(test, iph->tos & INET_ECN_MASK, INET_ECN_ECT_0);
+	/* the original length tells the source how much was lost */
+	KUNIT_EXPECT_EQ(test, iph->tot_len, o->tot_len);
+	KUNIT_EXPECT_EQ(test, ip_fast_csum(iph, iph->ihl), 0);
+	KUNIT_EXPECT_EQ(test, iph->ttl, o->ttl);
+	/* the TCP header and options are the original's, byte for byte */
+	KUNIT_EXPECT_EQ(test, memcmp(skb_transport_header(n), skb_transport_header(skb),
+				     sizeof(struct tcphdr) + sizeof(tcp_opts)), 0);
+	KUNIT_EXPECT_TRUE(test, fastlane_is_notification(n, NF_DSCP));
+	KUNIT_EXPECT_FALSE(test, fastlane_is_notification(n, NF_DSCP + 1));
+	KUNIT_EXPECT_FALSE(test, fastlane_is_notification(skb, NF_DSCP));
+	kfree_skb(n);
+	kfree_skb(skb);
+}
+
+static void fastlane_test_ipv4_bridged(struct kunit *test)
+{
+	struct sk_buff *skb = make_pkt(test, false, 0, IPPROTO_TCP);
+	struct sk_buff *n = fastlane_notification(skb, NF_DSCP, true);
+	struct ethhdr *eth;
+
+	KUNIT_ASSERT_NOT_NULL(test, n);
+	KUNIT_EXPECT_EQ(test, n->len, ETH_HLEN + 20 + 32);
+	eth = eth_hdr(n);
+	KUNIT_EXPECT_TRUE(test, ether_addr_equal(eth->h_dest, mac_a));
+	KUNIT_EXPECT_TRUE(test, ether_addr_equal(eth->h_source, mac_b));
+	KUNIT_EXPECT_EQ(test, eth->h_proto, htons(ETH_P_IP));
+	KUNIT_EXPECT_EQ(test, skb_network_offset(n), ETH_HLEN);
+	KUNIT_EXPECT_EQ(test, ip_fast_csum(ip_hdr(n), 5), 0);
+	/* not ECN capable: stays so */
+	KUNIT_EXPECT_EQ(test, ip_hdr(n)->tos, NF_DSCP << 2);
+	kfree_skb(n);
+	kfree_skb(skb);
+}
+
+static void fastlane_test_ipv6(struct kunit *test)
+{
+	struct sk_buff *skb = make_pkt(test, true, INET_ECN_CE, IPPROTO_TCP);
+	const struct ipv6hdr *o = ipv6_hdr(skb);
+	struct ipv6hdr *ip6h;
+	struct sk_buff *n;
+
+	n = fastlane_notification(skb, NF_DSCP, false);
+	KUNIT_ASSERT_NOT_NULL(test, n);
+	KUNIT_EXPECT_EQ(test, n->len, sizeof(*ip6h) + 32);
+	ip6h = ipv6_hdr(n);
+	KUNIT_EXPECT_TRUE(test, ipv6_addr_equal(&ip6h->saddr, &o->daddr));
+	KUNIT_EXPECT_TRUE(test, ipv6_addr_equal(&ip6h->daddr, &o->saddr));
+	KUNIT_EXPECT_EQ(test, ipv6_get_dsfield(ip6h), (NF_DSCP << 2) | INET_ECN_CE);
+	KUNIT_EXPECT_EQ(test, ip6h->payload_len, o->payload_len);
+	KUNIT_EXPECT_EQ(test, ip6h->flow_lbl[1], o->flow_lbl[1]);
+	KUNIT_EXPECT_EQ(test, memcmp(skb_transport_header(n), skb_transport_header(skb),
+				     32), 0);
+	KUNIT_EXPECT_TRUE(test, fastlane_is_notification(n, NF_DSCP));
+	kfree_skb(n);
+	kfree_skb(skb);
+}
+
+static void fastlane_test_refuses_what_is_not_tcp(struct kunit *test)
+{
+	struct sk_buff *skb;
+
+	/* UDP */
+	skb = make_pkt(test, false, 0, IPPROTO_UDP);
+	KUNIT_EXPECT_NULL(test, fastlane_notification(skb, NF_DSCP, false));
+	KUNIT_EXPECT_FALSE(test, fastlane_is_notification(skb, 0));
+	kfree_skb(skb);
+	/* an IPv6 extension header before TCP */
+	skb = make_pkt(test, true, 0, NEXTHDR_HOP);
+	KUNIT_EXPECT_NULL(test, fastlane_notification(skb, NF_DSCP, false));
+	kfree_skb(skb);
+	/* a non-first IPv4 fragment has no TCP header */
+	skb = make_pkt(test, false, 0, IPPROTO_TCP);
+	ip_hdr(skb)->frag_off = htons(185);
+	KUNIT_EXPECT_NULL(test, fastlane_notification(skb, NF_DSCP, false));
+	kfree_skb(skb);
+	/* a TCP header whose options run past the packet */
+	skb = make_pkt(test, false, 0, IPPROTO_TCP);
+	tcp_hdr(skb)->doff = 15;
+	skb_trim(skb, skb_transport_offset(skb) + 40);
+	KUNIT_EXPECT_NULL(test, fastlane_notification(skb, NF_DSCP, false));
+	/* ... or a data offset below the header's size */
+	tcp_hdr(skb)->doff = 4;
+	KUNIT_EXPECT_NULL(test, fastlane_notification(skb, NF_DSCP, false));
+	kfree_skb(skb);
+	/* bridged, but without an Ethernet header to swap */
+	skb = make_pkt(test, false, 0, IPPROTO_TCP);
+	skb->mac_header = (typeof(skb->mac_header))~0U;
+	KUNIT_EXPECT_NULL(test, fastlane_notification(skb, NF_DSCP, true));
+	kfree_skb(skb);
+}
+
+static void fastlane_test_tb_caps_rate(struct kunit *test)
+{
+	/* 1% of 10 Mbit/s: 12500 bytes/s, a burst of 3276 bytes */
+	struct fastlane_tb tb = { .tokens = 3276, .t_last = 0 };
+	const u64 rate = 12500;
+	int sent = 0, i;
+
+	/* the burst goes at once: 3276 / 80 = 40 notifications */
+	for (i = 0; i < 100; i++) {
+		fastlane_tb_refill(&tb, 0, rate, 3276);
+		if (!fastlane_tb_conforms(&tb, rate, 80))
+			break;
+		fastlane_tb_charge(&tb, rate, 80);
+		sent++;
+	}
+	KUNIT_EXPECT_EQ(test, sent, 40);
+	/* then 12500 bytes a second: 100 ms buys 1250 bytes */
+	fastlane_tb_refill(&tb, 100 * NSEC_PER_MSEC, rate, 3276);
+	KUNIT_EXPECT_EQ(test, tb.tokens, 3276 - 40 * 80 + 1250);
+	/* never more than the burst, however long the idle time */
+	fastlane_tb_refill(&tb, 1000 * NSEC_PER_SEC, rate, 3276);
+	KUNIT_EXPECT_EQ(test, tb.tokens, 3276);
+	/* no cap: always conforms, nothing charged */
+	tb.tokens = 0;
+	KUNIT_EXPECT_TRUE(test, fastlane_tb_conforms(&tb, 0, 1500));
+	fastlane_tb_charge(&tb, 0, 1500);
+	KUNIT_EXPECT_EQ(test, tb.tokens, 0);
+}
+
+static struct kunit_case fastlane_cases[] = {
+	KUNIT_CASE(fastlane_test_ipv4_routed),
+	KUNIT_CASE(fastlane_test_ipv4_bridged),
+	KUNIT_CASE(fastlane_test_ipv6),
+	KUNIT_CASE(fastlane_test_refuses_what_is_not_tcp),
+	KUNIT_CASE(fastlane_test_tb_caps_rate),
+	{}
+};
+
+static struct kunit_suite fastlane_suite = {
+	.name = "sch_fastlane",
+	.test_cases = fastlane_cases,
+};
+
+kunit_test_suite(fastlane_suite);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("KUnit tests for the FastLane qdisc");
