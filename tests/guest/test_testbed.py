@@ -31,9 +31,10 @@ PORT = 7000
 # failed (before a fix for slow recovery, not yet rerun there) and the
 # second did not finish in 14 min, cause unknown.  Until both are shown
 # to pass there, they run only when asked: DCNET_TESTBED_ALL=1.
+# DCNET_TESTBED_QUICK=1 leaves out the two slowest tests (minutes each in
+# the debug guest)
 slow_in_debug_guest = pytest.mark.skipif(
-    not os.environ.get("DCNET_TESTBED_ALL"),
-    reason="stalled/failed in the debug guest on 2026-11-22; DCNET_TESTBED_ALL=1 runs it")
+    bool(os.environ.get("DCNET_TESTBED_QUICK")), reason="DCNET_TESTBED_QUICK set")
 
 
 @pytest.fixture
@@ -240,6 +241,9 @@ def test_link_failure_reroutes(fabrics, mode):
         t_cut = time.time()
         fab.set_link("l1", path, False)
         t_set = time.time()       # the link is down and the routes are new
+        # what the dead port counted up to the cut (in the debug guest the
+        # snapshot before it is seconds old)
+        at_cut = uplink_tx(fab, "l1")
         # in the debug guest the cut and the new routes take seconds of
         # process starts, and TCP backs its RTO off meanwhile: wait (up to
         # a minute) until every flow delivers again, then watch 3 s more
@@ -261,7 +265,7 @@ def test_link_failure_reroutes(fabrics, mode):
     print(f"{mode}: traffic on {d}; after cutting l1-{path}: flows delivering again after {recovered} s,"
           f" {moved} packets on {other}, {late} bytes per flow in the 3 s after")
     assert recovered is not None, "a flow did not recover within 60 s of the cut"
-    assert after[path] - mid[path] < 5, "packets still sent on a dead link"
+    assert after[path] - at_cut[path] < 5, "packets still sent on a dead link"
     assert moved > 50, f"traffic did not move to {other}"
     assert all(v > 0 for v in late), f"a flow stalled again: {late}"
 

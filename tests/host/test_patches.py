@@ -56,9 +56,19 @@ def test_series_exports_and_applies_with_git_am(tmp_path, pristine):
     assert (fresh / "net/Kconfig.dcnet").exists()
 
 
-def test_kernel_patches_apply_to_pristine(pristine):
+def test_kernel_patches_apply_to_pristine(tmp_path, pristine):
+    """kernel-patches/ apply in series order, each on top of the ones
+    before it, to a copy of the pristine files they touch"""
+    files = set()
     for p in series():
-        r = subprocess.run(["patch", "-d", pristine, "-p1", "--dry-run", "-s", "-f", "-N",
+        for line in open(os.path.join(ROOT, "kernel-patches", p)):
+            if line.startswith("--- a/"):
+                files.add(line[6:].strip())
+    for f in files:
+        os.makedirs(tmp_path / os.path.dirname(f), exist_ok=True)
+        subprocess.run(["cp", os.path.join(pristine, f), str(tmp_path / f)], check=True)
+    for p in series():
+        r = subprocess.run(["patch", "-d", str(tmp_path), "-p1", "-s", "-f", "-N",
                             "-i", os.path.join(ROOT, "kernel-patches", p)],
                            capture_output=True, text=True)
         assert r.returncode == 0, f"{p}: {r.stdout}{r.stderr}"

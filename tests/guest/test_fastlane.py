@@ -1,0 +1,287 @@
+"""FastLane's switch side in the booted kernel: the fastlane qdisc on the
+router namespace's port towards h2 turns what it drops into notifications
+for h1, configured with the project's tc.
+
+Packets are written by hand (AF_PACKET on h1's eth0) so that each dropped
+sequence number is known, and read back by hand on the same device: every
+dropped TCP packet yields exactly one notification, with the addresses
+swapped, the codepoint set, the TCP header and options intact, the
+original IP length and a valid IPv4 header checksum.
+"""
+import json
+import os
+import shlex
+import socket
+import struct
+import subprocess
+import threading
+import time
+
+import pytest
+
+from fabric import netns
+from netlab import sh
+
+TC = os.environ.get("DCNET_TC", "tc")
+DSCP = 45
+ETH_P_ALL = 0x0003
+# NOP NOP timestamps: options a notification must keep
+TCP_OPTS = bytes([1, 1, 8, 10, 0, 0, 0x12, 0x34, 0, 0, 0, 0])
+PAYLOAD = 1000
+
+
+def csum(data):
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+
+
+def mac(ns, dev):
+    return bytes.fromhex(sh(f"cat /sys/class/net/{dev}/address", ns=ns).strip().replace(":", ""))
+
+
+def tcp_segment(sport, dport, seq, payload, flags=0x18):
+    th = struct.pack("!HHIIBBHHH", sport, dport, seq, 1, (5 + len(TCP_OPTS) // 4) << 4, flags,
+                     1000, 0xbeef, 0)
+    return th + TCP_OPTS + payload
+
+
+def frame(v6, smac, dmac, src, dst, l4, proto=6, tos=0):
+    if v6:
+        ip = struct.pack("!IHBB", (6 << 28) | (tos << 20), len(l4), proto, 64) + \
+            socket.inet_pton(socket.AF_INET6, src) + socket.inet_pton(socket.AF_INET6, dst)
+        return dmac + smac + b"\x86\xdd" + ip + l4
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, tos, 20 + len(l4), 0, 0x4000, 64, proto, 0,
+                     socket.inet_aton(src), socket.inet_aton(dst))
+    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+    return dmac + smac + b"\x08\x00" + ip + l4
+
+
+def parse(pkt):
+    """IP/TCP fields of an Ethernet frame, or None if it is not IP+TCP"""
+    et = struct.unpack("!H", pkt[12:14])[0]
+    if et == 0x0800:
+        ip = pkt[14:]
+        ihl = (ip[0] & 15) * 4
+        if ip[9] != 6:
+            return None
+        tcp = ip[ihl:]
+        return dict(v6=False, dmac=pkt[0:6], smac=pkt[6:12], dscp=ip[1] >> 2, ecn=ip[1] & 3,
+                    iplen=struct.unpack("!H", ip[2:4])[0], hdr_ok=csum(ip[:ihl]) == 0,
+                    src=socket.inet_ntoa(ip[12:16]), dst=socket.inet_ntoa(ip[16:20]),
+                    sport=struct.unpack("!H", tcp[0:2])[0], dport=struct.unpack("!H", tcp[2:4])[0],
+                    seq=struct.unpack("!I", tcp[4:8])[0], opts=tcp[20:(tcp[12] >> 4) * 4],
+                    caplen=len(ip))
+    if et == 0x86dd:
+        ip = pkt[14:]
+        if ip[6] != 6:
+            return None
+        tcp = ip[40:]
+        tc_ = (struct.unpack("!I", ip[0:4])[0] >> 20) & 0xff
+        return dict(v6=True, dmac=pkt[0:6], smac=pkt[6:12], dscp=tc_ >> 2, ecn=tc_ & 3,
+                    iplen=40 + struct.unpack("!H", ip[4:6])[0], hdr_ok=True,
+                    src=socket.inet_ntop(socket.AF_INET6, ip[8:24]),
+                    dst=socket.inet_ntop(socket.AF_INET6, ip[24:40]),
+                    sport=struct.unpack("!H", tcp[0:2])[0], dport=struct.unpack("!H", tcp[2:4])[0],
+                    seq=struct.unpack("!I", tcp[4:8])[0], opts=tcp[20:(tcp[12] >> 4) * 4],
+                    caplen=len(ip))
+    return None
+
+
+class Port:
+    """h1 -- sw -- h2; the port sw:h2 (device "h2" in sw) is the FastLane
+    port under test, shaped by HTB so that it queues and drops."""
+
+    def __init__(self, lab_factory, bridged=False, rate="1mbit", fl="limit 6000 rate 1mbit"):
+        self.lab = lab_factory(["h1", "h2"], prefix="f")
+        self.sw = self.lab.sw
+        if bridged:
+            # the two ports in one bridge: h1 and h2 on one subnet
+            sh("ip addr flush dev h1; ip addr flush dev h2; ip link add br0 type bridge;"
+               " ip link set h1 master br0; ip link set h2 master br0; ip link set br0 up", ns=self.sw)
+            sh("ip addr flush dev eth0; ip addr add 10.0.9.2/24 dev eth0;"
+               " ip addr add fd00:9::2/64 dev eth0 nodad", ns=self.lab.ns("h2"))
+            sh("ip addr add 10.0.9.1/24 dev eth0; ip addr add fd00:9::1/64 dev eth0 nodad",
+               ns=self.lab.ns("h1"))
+            self.addrs = {False: ("10.0.9.1", "10.0.9.2"), True: ("fd00:9::1", "fd00:9::2")}
+            self.next_hop_mac = mac(self.lab.ns("h2"), "eth0")
+        else:
+            self.addrs = {False: (self.lab.ip("h1"), self.lab.ip("h2")),
+                          True: (self.lab.ip("h1", True), self.lab.ip("h2", True))}
+            self.next_hop_mac = mac(self.sw, "h1")
+        self.h1_mac = mac(self.lab.ns("h1"), "eth0")
+        # the router must know h1 and h2 before the burst
+        for v6 in (False, True):
+            sh(f"ping -c1 -W5 {'-6 ' if v6 else ''}{self.addrs[v6][1]} >/dev/null", ns=self.lab.ns("h1"))
+        tc(f"qdisc add dev h2 root handle 1: htb default 1", self.sw)
+        tc(f"class add dev h2 parent 1: classid 1:1 htb rate {rate} ceil {rate}", self.sw)
+        tc(f"qdisc add dev h2 parent 1:1 handle 10: fastlane {fl}", self.sw)
+
+    def stats(self):
+        for q in json.loads(tc("-s -j qdisc show dev h2", self.sw)):
+            if q["kind"] == "fastlane":
+                return q
+        raise AssertionError("no fastlane qdisc")
+
+    def burst(self, v6, seqs, proto=6, tos=0, payload=PAYLOAD, sport=40000, dport=5001):
+        """send one frame per sequence number from h1 to h2 at once"""
+        src, dst = self.addrs[v6]
+        frames = [frame(v6, self.h1_mac, self.next_hop_mac, src, dst,
+                        tcp_segment(sport, dport, s, b"\x5a" * payload), proto=proto, tos=tos)
+                  for s in seqs]
+        with netns(self.lab.ns("h1")):
+            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+            s.bind(("eth0", 0))
+            for f in frames:
+                s.send(f)
+            s.close()
+        return len(frames[0]) - 14
+
+    def capture(self, seconds):
+        """what h1's eth0 receives for a while: start it, then send"""
+        with netns(self.lab.ns("h1")):
+            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+            s.bind(("eth0", 0))
+        s.settimeout(0.2)
+        got = []
+
+        def run():
+            end = time.time() + seconds
+            while time.time() < end:
+                try:
+                    pkt, addr = s.recvfrom(65535)
+                except socket.timeout:
+                    continue
+                if addr[2] != socket.PACKET_OUTGOING:
+                    got.append(pkt)
+            s.close()
+        t = threading.Thread(target=run)
+        t.start()
+        return t, got
+
+
+def tc(args, ns, check=True):
+    return sh(f"{TC} {args}", ns=ns, check=check)
+
+
+def tc_fails(args, ns):
+    p = subprocess.run(["ip", "netns", "exec", ns, TC] + shlex.split(args), capture_output=True, text=True)
+    assert p.returncode != 0, f"tc {args} succeeded"
+    return p.stderr
+
+
+def notifications(pkts):
+    return [p for p in map(parse, pkts) if p and p["dscp"] == DSCP]
+
+
+def test_configuration_round_trip_and_errors(lab_factory):
+    lab = lab_factory(["h1", "h2"], prefix="f")
+    tc("qdisc add dev h2 root fastlane limit 64kb rate 10mbit", lab.sw)
+    q = json.loads(tc("-j qdisc show dev h2", lab.sw))[0]
+    opts = q["options"]
+    # 2.5% of the buffer, 1% of the rate, the default codepoint
+    assert (opts["limit"], opts["nf_limit"], opts["rate"], opts["nf_rate"], opts["dscp"]) == \
+        (65536, 1638, 1250000, 12500, DSCP), opts
+    tc("qdisc change dev h2 root fastlane nf_limit 2000 nf_rate 0 dscp 20", lab.sw)
+    opts = json.loads(tc("-j qdisc show dev h2", lab.sw))[0]["options"]
+    assert (opts["limit"], opts["nf_limit"], opts["nf_rate"], opts["dscp"]) == (65536, 2000, 0, 20), opts
+    assert "nf_limit 2000b" in tc("qdisc show dev h2", lab.sw)
+    # refused by the kernel, with its reason
+    assert "nf_limit larger than the port's buffer" in tc_fails("qdisc change dev h2 root fastlane nf_limit 100kb",
+                                                                lab.sw)
+    assert "nf_rate larger than the port's rate" in tc_fails("qdisc change dev h2 root fastlane nf_rate 20mbit",
+                                                             lab.sw)
+    # ... and by tc
+    assert "dscp" in tc_fails("qdisc change dev h2 root fastlane dscp 64", lab.sw)
+    # what was refused changed nothing
+    opts = json.loads(tc("-j qdisc show dev h2", lab.sw))[0]["options"]
+    assert (opts["limit"], opts["nf_limit"], opts["dscp"]) == (65536, 2000, 20)
+    # an unpatched tc still lists the qdisc
+    system_tc = "/usr/sbin/tc" if os.path.exists("/usr/sbin/tc") else "/sbin/tc"
+    assert "fastlane" in sh(f"{system_tc} qdisc show dev h2", ns=lab.sw)
+
+
+@pytest.mark.parametrize("v6,bridged", [(False, False), (True, False), (False, True)],
+                         ids=["ipv4-routed", "ipv6-routed", "ipv4-bridged"])
+def test_each_drop_yields_one_notification(lab_factory, v6, bridged):
+    port = Port(lab_factory, bridged=bridged)
+    seqs = [1000 + i * PAYLOAD for i in range(40)]
+    t, got = port.capture(6)
+    time.sleep(0.3)
+    iplen = port.burst(v6, seqs)
+    t.join()
+    st = port.stats()
+    nfs = notifications(got)
+    src, dst = port.addrs[v6]
+    dropped = st["drops"]
+    print(f"{len(seqs)} sent, {dropped} dropped, {len(nfs)} notifications at h1, stats {st}")
+    # 6000 bytes hold 5 of these packets (and one is on the wire)
+    assert 20 <= dropped <= len(seqs) - 4, st
+    assert st["nf_generated"] == dropped and st["nf_not_tcp"] == 0
+    assert len(nfs) == dropped, "not exactly one notification per drop"
+    # each notification names a packet of the burst, each packet at most
+    # once, none of those that fit in the buffer at its start
+    got_seqs = sorted(n["seq"] for n in nfs)
+    assert len(set(got_seqs)) == len(got_seqs) and set(got_seqs) <= set(seqs), got_seqs
+    assert got_seqs[0] >= seqs[4], got_seqs
+    for n in nfs:
+        assert (n["src"], n["dst"]) == (dst, src)
+        assert (n["sport"], n["dport"]) == (40000, 5001)
+        assert n["iplen"] == iplen, "the original length is kept"
+        assert n["caplen"] == (40 if v6 else 20) + 20 + len(TCP_OPTS), "payload cut after the options"
+        assert n["opts"] == TCP_OPTS
+        assert n["hdr_ok"], "IPv4 header checksum"
+        assert n["ecn"] == 0
+        if bridged:
+            # back out of the port it came in on, Ethernet addresses swapped
+            assert (n["dmac"], n["smac"]) == (port.h1_mac, port.next_hop_mac)
+    assert st["nf_cap_drops"] == 0
+
+
+def test_not_tcp_is_dropped_without_notification(lab_factory):
+    port = Port(lab_factory)
+    t, got = port.capture(4)
+    time.sleep(0.3)
+    port.burst(False, range(40), proto=17)
+    t.join()
+    st = port.stats()
+    assert st["drops"] >= 20
+    assert st["nf_generated"] == 0 and st["nf_not_tcp"] == st["drops"]
+    assert notifications(got) == [] and notifications([]) == []
+
+
+def test_no_drop_no_notification(lab_factory):
+    """below the buffer the port is a FIFO: every packet through, in order"""
+    port = Port(lab_factory, rate="100mbit", fl="limit 128kb rate 100mbit")
+    port.burst(False, range(0, 40 * PAYLOAD, PAYLOAD))
+    time.sleep(1)
+    st = port.stats()
+    assert st["drops"] == 0 and st["nf_generated"] == 0
+    assert st["packets"] >= 40
+
+
+def test_caps_hold_under_a_notification_storm(lab_factory):
+    """notifications from elsewhere flood a port whose data queue never
+    empties: they use at most nf_rate (plus the bucket), the notification
+    queue never exceeds nf_limit, the excess is dropped and counted"""
+    # 1 Mbit/s port: nf_rate 1250 B/s, nf_limit 2.5% of 64 KB = 1638 B
+    port = Port(lab_factory, rate="1mbit", fl="limit 64kb rate 1mbit")
+    t0 = time.time()
+    # keep data queued for the whole storm: 64 KB drain in 0.5 s
+    for k in range(8):
+        port.burst(False, range(k * 100000, k * 100000 + 50 * PAYLOAD, PAYLOAD), sport=41000)
+        port.burst(False, range(300), tos=DSCP << 2, payload=0)
+        time.sleep(0.25)
+    elapsed = time.time() - t0
+    st = port.stats()
+    print(f"storm over {elapsed:.1f} s: {st}")
+    assert st["nf_queued"] > 0 and st["nf_cap_drops"] > 1000
+    assert st["nf_backlog_max"] <= 1638
+    # within the rate cap while data waited, and idle sends only with the
+    # data queue empty: at most rate * time + the bucket, generously
+    capped = st["nf_bytes"] - st["nf_sent_idle"] * 66
+    assert capped <= 1250 * elapsed + 1638 + 66 * 4, st
+    assert st["drops"] >= st["nf_cap_drops"]
