@@ -50,6 +50,7 @@ struct fastlane_sched_data {
 	u32			data_backlog;
 	u32			nf_backlog;
 	u32			nf_limit;
+	u32			ce_threshold;	/* bytes, 0: no marking */
 	u8			dscp;
 	u64			rate;		/* the port's, bytes/s */
 	u64			nf_rate;	/* bytes/s, 0: no cap */
@@ -316,6 +317,10 @@ static int fastlane_enqueue(struct sk_buff *skb, struct Qdisc *sch,
 			fastlane_notify(sch, skb);
 			return qdisc_drop(skb, sch, to_free);
 		}
+		/* DCTCP-style marking of what queues behind ce_threshold */
+		if (q->ce_threshold && q->data_backlog > q->ce_threshold &&
+		    INET_ECN_set_ce(skb))
+			q->stats.ce_marked++;
 		__qdisc_enqueue_tail(skb, &q->data);
 		q->data_backlog += len;
 	}
@@ -379,6 +384,7 @@ static const struct nla_policy fastlane_policy[TCA_FASTLANE_MAX + 1] = {
 	[TCA_FASTLANE_RATE]	= { .type = NLA_U64 },
 	[TCA_FASTLANE_NF_RATE]	= { .type = NLA_U64 },
 	[TCA_FASTLANE_DSCP]	= NLA_POLICY_MAX(NLA_U8, 63),
+	[TCA_FASTLANE_CE_THRESHOLD] = { .type = NLA_U32 },
 };
 
 static int fastlane_change(struct Qdisc *sch, struct nlattr *opt,
@@ -386,7 +392,7 @@ static int fastlane_change(struct Qdisc *sch, struct nlattr *opt,
 {
 	struct fastlane_sched_data *q = qdisc_priv(sch);
 	struct nlattr *tb[TCA_FASTLANE_MAX + 1];
-	u32 limit, nf_limit;
+	u32 limit, nf_limit, ce_threshold;
 	u64 rate, nf_rate;
 	u8 dscp;
 	int err;
@@ -415,6 +421,9 @@ static int fastlane_change(struct Qdisc *sch, struct nlattr *opt,
 		nf_rate = q->nf_rate;
 	dscp = tb[TCA_FASTLANE_DSCP] ? nla_get_u8(tb[TCA_FASTLANE_DSCP]) :
 				       q->dscp;
+	ce_threshold = tb[TCA_FASTLANE_CE_THRESHOLD] ?
+		       nla_get_u32(tb[TCA_FASTLANE_CE_THRESHOLD]) :
+		       q->ce_threshold;
 
 	if (nf_limit > limit) {
 		NL_SET_ERR_MSG_ATTR(extack, tb[TCA_FASTLANE_NF_LIMIT],
@@ -424,6 +433,11 @@ static int fastlane_change(struct Qdisc *sch, struct nlattr *opt,
 	if (rate && nf_rate > rate) {
 		NL_SET_ERR_MSG_ATTR(extack, tb[TCA_FASTLANE_NF_RATE],
 				    "nf_rate larger than the port's rate");
+		return -EINVAL;
+	}
+	if (ce_threshold >= limit) {
+		NL_SET_ERR_MSG_ATTR(extack, tb[TCA_FASTLANE_CE_THRESHOLD],
+				    "ce_threshold not below the port's buffer (limit)");
 		return -EINVAL;
 	}
 	if (!dscp) {
@@ -438,6 +452,7 @@ static int fastlane_change(struct Qdisc *sch, struct nlattr *opt,
 	q->rate = rate;
 	q->nf_rate = nf_rate;
 	q->dscp = dscp;
+	q->ce_threshold = ce_threshold;
 	/* what exceeds the new buffers stays queued and drains */
 	sch_tree_unlock(sch);
 	return 0;
@@ -484,7 +499,8 @@ static int fastlane_dump(struct Qdisc *sch, struct sk_buff *skb)
 			      TCA_FASTLANE_PAD) ||
 	    nla_put_u64_64bit(skb, TCA_FASTLANE_NF_RATE, q->nf_rate,
 			      TCA_FASTLANE_PAD) ||
-	    nla_put_u8(skb, TCA_FASTLANE_DSCP, q->dscp))
+	    nla_put_u8(skb, TCA_FASTLANE_DSCP, q->dscp) ||
+	    nla_put_u32(skb, TCA_FASTLANE_CE_THRESHOLD, q->ce_threshold))
 		goto nla_put_failure;
 	return nla_nest_end(skb, opts);
 

@@ -9,7 +9,7 @@ rc=0
 python -m pytest -p no:cacheprovider -v -rfEs tests/guest --junitxml="$out/guest-junit.xml" || rc=1
 # tcp_d2tcp_kunit compares D2TCP with DCTCP: both must be loadable.
 modprobe tcp_dctcp || rc=1
-for m in tcp_d2tcp_kunit sch_htb_ecn_kunit sch_fastlane_kunit; do
+for m in tcp_d2tcp_kunit sch_htb_ecn_kunit sch_fastlane_kunit tcp_fastlane_kunit; do
 	suite=$(echo "$m" | sed 's/_kunit$//')
 	if ! modprobe "$m"; then
 		echo "not ok 1 $suite # module $m did not load" > "$out/kunit-$suite.ktap"

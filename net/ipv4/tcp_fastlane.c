@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * FastLane drop notifications at the source (CONFIG_TCP_FASTLANE).
+ *
+ * Zats et al., "FastLane: Making Short Flows Shorter with Agile Drop
+ * Notification", SoCC 2015: a switch port that drops a TCP packet sends
+ * its headers back to the source at high priority (net/sched/
+ * sch_fastlane.c), and the source retransmits at once instead of waiting
+ * for duplicate ACKs or a timeout.
+ *
+ * A notification is untrusted input.  It is taken only when
+ * net.ipv4.tcp_fastlane is on and it carries the configured codepoint;
+ * it must name an existing connection, and its sequence range must lie
+ * within [snd_una, snd_nxt) (or be a SYN, SYN-ACK, FIN or pure ACK the
+ * socket has sent).  When the notification carries the timestamp of the
+ * dropped transmission, it must be that of the segment's last
+ * transmission: a notification from before a retransmission, or from
+ * before a timeout, is stale.  Without timestamps, a notification for a
+ * segment whose retransmission is in flight is ambiguous and ignored.
+ * At most 2 * cwnd + 16 notifications are taken per socket and round
+ * trip.  Everything else is counted (TCPFastLane* in nstat) and dropped.
+ *
+ * Algorithm 1 of the paper maps onto Linux's loss recovery:
+ *
+ *  - the list of notified segments, sorted by sequence, is the
+ *    retransmit queue's TCPCB_LOST marks; entry.retx is the skb's
+ *    retransmission count and issent its TCPCB_SACKED_RETRANS;
+ *  - the first notification of a window enters CA_Recovery with
+ *    ssthresh = cwnd / 2 (the paper's cwnd on exit); sim_retx and
+ *    bound_sim, which pace retransmissions to half the window at entry,
+ *    are proportional rate reduction's budget in that state;
+ *  - the lowest sequence is always resent at once, even beyond that
+ *    budget, so cumulative ACKs never stall behind it;
+ *  - SACK, RACK-TLP, timestamps and the congestion control module keep
+ *    working: the segment is marked lost as RACK would mark it, and the
+ *    retransmission timer is rearmed, the last resort as before.
+ */
+
+#include <linux/kernel.h>
+#include <linux/tcp.h>
+#include <net/inet_hashtables.h>
+#include <net/ip.h>
+#include <net/request_sock.h>
+#include <net/tcp.h>
+#include <net/tcp_fastlane.h>
+
+/* What a notification says, taken out of its headers */
+struct tcp_fastlane_info {
+	u32	seq;
+	u32	end_seq;	/* counts SYN and FIN */
+	u32	tsval;		/* of the dropped transmission */
+	bool	has_ts;
+	bool	syn;
+	bool	ack;
+};
+
+static struct sk_buff *tcp_fastlane_find(struct sock *sk, u32 seq)
+{
+	struct rb_node *p = sk->tcp_rtx_queue.rb_node;
+
+	while (p) {
+		struct sk_buff *skb = rb_to_skb(p);
+
+		if (before(seq, TCP_SKB_CB(skb)->seq))
+			p = p->rb_left;
+		else if (!before(seq, TCP_SKB_CB(skb)->end_seq))
+			p = p->rb_right;
+		else
+			return skb;
+	}
+	return NULL;
+}
+
+/* Split @skb of the retransmit queue so that a part of it starts at @seq,
+ * if @seq falls strictly inside it: what is resent is then what was
+ * dropped.  SYN and FIN are never split off.  Returns whether it split.
+ */
+static bool tcp_fastlane_split(struct sock *sk, struct sk_buff *skb, u32 seq)
+{
+	if (!after(seq, TCP_SKB_CB(skb)->seq) ||
+	    !before(seq, TCP_SKB_CB(skb)->end_seq) ||
+	    (TCP_SKB_CB(skb)->tcp_flags & (TCPHDR_SYN | TCPHDR_FIN)))
+		return false;
+	return !tcp_fragment(sk, TCP_FRAG_IN_RTX_QUEUE, skb,
+			     seq - TCP_SKB_CB(skb)->seq, tcp_current_mss(sk),
+			     GFP_ATOMIC);
+}
+
+static bool tcp_fastlane_rate_ok(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u64 now = tcp_clock_us();
+	u32 rtt = max_t(u32, tp->srtt_us >> 3, USEC_PER_MSEC);
+
+	if (now - tp->fastlane.window_us > rtt) {
+		tp->fastlane.window_us = now;
+		tp->fastlane.count = 0;
+	}
+	if (!tcp_fastlane_within_rate(tp->fastlane.count, tcp_snd_cwnd(tp)))
+		return false;
+	tp->fastlane.count++;
+	return true;
+}
+
+/* A notification for data (or a FIN) in flight, socket locked by us */
+static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *nf)
+{
+	struct inet_connection_sock *icsk = inet_csk(sk);
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct net *net = sock_net(sk);
+	struct sk_buff *skb, *head, *first;
+	u8 sacked;
+
+	skb = tcp_fastlane_find(sk, nf->seq);
+	if (!skb) {
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
+		return;
+	}
+	sacked = TCP_SKB_CB(skb)->sacked;
+	if ((sacked & TCPCB_SACKED_ACKED) ||
+	    (nf->has_ts &&
+	     nf->tsval != tcp_skb_timestamp_ts(tp->tcp_usec_ts, skb) + tp->tsoffset) ||
+	    (!nf->has_ts && (sacked & TCPCB_SACKED_RETRANS)) ||
+	    icsk->icsk_ca_state == TCP_CA_Loss) {
+		/* delivered, resent since, or a timeout's recovery owns it */
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
+		return;
+	}
+	NET_INC_STATS(net, LINUX_MIB_TCPFASTLANENOTIFY);
+	/* mark [seq, end_seq) lost, no more (a failed split marks more) */
+	if (tcp_fastlane_split(sk, skb, nf->seq))
+		skb = skb_rb_next(skb);
+	first = skb;
+	for (; skb && before(TCP_SKB_CB(skb)->seq, nf->end_seq);
+	     skb = skb_rb_next(skb)) {
+		tcp_fastlane_split(sk, skb, nf->end_seq);
+		tcp_mark_skb_lost(sk, skb);
+	}
+	skb = first;
+	if (icsk->icsk_ca_state < TCP_CA_Recovery) {
+		tcp_enter_recovery(sk, false);
+		/* Algorithm 1: leave recovery with half the window at entry */
+		tp->snd_ssthresh = max(tcp_snd_cwnd(tp) >> 1U, 2U);
+	}
+	head = tcp_rtx_queue_head(sk);
+	tcp_xmit_retransmit_queue(sk);
+	/* the lowest sequence goes at once, whatever the budget */
+	if (skb == head && !(TCP_SKB_CB(skb)->sacked & TCPCB_SACKED_RETRANS)) {
+		if (!tcp_retransmit_skb(sk, skb, 1))
+			tcp_rearm_rto(sk);
+	}
+	if (TCP_SKB_CB(skb)->sacked & TCPCB_SACKED_RETRANS)
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANERETRANS);
+}
+
+/* A notification for a SYN of ours (SYN_SENT) */
+static void tcp_fastlane_syn(struct sock *sk, const struct tcp_fastlane_info *nf)
+{
+	struct inet_connection_sock *icsk = inet_csk(sk);
+	struct sk_buff *skb = tcp_rtx_queue_head(sk);
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (!skb || !nf->syn || nf->seq != TCP_SKB_CB(skb)->seq ||
+	    (nf->has_ts &&
+	     nf->tsval != tcp_skb_timestamp_ts(tp->tcp_usec_ts, skb) + tp->tsoffset)) {
+		NET_INC_STATS(sock_net(sk), LINUX_MIB_TCPFASTLANESTALE);
+		return;
+	}
+	NET_INC_STATS(sock_net(sk), LINUX_MIB_TCPFASTLANENOTIFY);
+	if (!tcp_retransmit_skb(sk, skb, 1)) {
+		NET_INC_STATS(sock_net(sk), LINUX_MIB_TCPFASTLANECTLRESEND);
+		inet_csk_reset_xmit_timer(sk, ICSK_TIME_RETRANS, icsk->icsk_rto,
+					  TCP_RTO_MAX);
+	}
+}
+
+/* Act on a notification; the socket is locked and not owned by user */
+static void tcp_fastlane_act(struct sock *sk, const struct tcp_fastlane_info *nf)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct net *net = sock_net(sk);
+
+	if (sk->sk_state == TCP_SYN_SENT) {
+		tcp_fastlane_syn(sk, nf);
+		return;
+	}
+	if (sk->sk_state == TCP_CLOSE || sk->sk_state == TCP_LISTEN ||
+	    sk->sk_state == TCP_SYN_RECV) {
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
+		return;
+	}
+	switch (tcp_fastlane_classify(nf->seq, nf->end_seq, tp->snd_una,
+				      tp->snd_nxt)) {
+	case TCP_FASTLANE_IN_FLIGHT:
+		tcp_fastlane_data(sk, nf);
+		break;
+	case TCP_FASTLANE_PURE_ACK:
+		/* the ACK carried state the peer needs (a window, a dupack) */
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANENOTIFY);
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANECTLRESEND);
+		tcp_send_ack(sk);
+		break;
+	default:
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBADSEQ);
+	}
+}
+
+/* Notifications that found the socket owned by user, from tcp_release_cb() */
+void tcp_fastlane_release(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	unsigned int i, n = tp->fastlane.n_deferred;
+
+	tp->fastlane.n_deferred = 0;
+	for (i = 0; i < n; i++) {
+		const struct tcp_fastlane_deferred *d = &tp->fastlane.deferred[i];
+		struct tcp_fastlane_info nf = {
+			.seq = d->seq,
+			.end_seq = d->end_seq,
+			.tsval = d->tsval,
+			.has_ts = d->flags & 1,
+			.syn = d->flags & 2,
+			.ack = d->flags & 4,
+		};
+
+		tcp_fastlane_act(sk, &nf);
+	}
+}
+
+/* A notification for a request socket: resend the SYN-ACK */
+static void tcp_fastlane_req(struct net *net, struct request_sock *req,
+			     const struct tcp_fastlane_info *nf)
+{
+	if (!nf->syn || !nf->ack || nf->seq != tcp_rsk(req)->snt_isn ||
+	    req->num_retrans > 2) {
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
+		return;
+	}
+	NET_INC_STATS(net, LINUX_MIB_TCPFASTLANENOTIFY);
+	if (!inet_rtx_syn_ack(req->rsk_listener, req))
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANECTLRESEND);
+}
+
+/**
+ * tcp_fastlane_rcv - take a notification for socket @sk
+ * @net: the namespace it arrived in
+ * @sk: the socket it names (a reference, released here), or NULL
+ * @skb: the notification, network and transport headers set, the TCP
+ *	 header and its options pulled
+ * @payload: bytes of payload the dropped packet had, from its IP length
+ *
+ * Consumes @skb.
+ */
+void tcp_fastlane_rcv(struct net *net, struct sock *sk, struct sk_buff *skb,
+		      u32 payload)
+{
+	const struct tcphdr *th = tcp_hdr(skb);
+	struct tcp_options_received opt = {};
+	struct tcp_fastlane_info nf = {};
+
+	if (!sk) {
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANENOSOCKET);
+		goto out;
+	}
+	tcp_parse_options(net, skb, &opt, 0, NULL);
+	nf.seq = ntohl(th->seq);
+	nf.end_seq = nf.seq + payload + th->syn + th->fin;
+	nf.has_ts = opt.saw_tstamp;
+	nf.tsval = opt.rcv_tsval;
+	nf.syn = th->syn;
+	nf.ack = th->ack;
+
+	if (sk->sk_state == TCP_TIME_WAIT) {
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
+		inet_twsk_put(inet_twsk(sk));
+		goto out;
+	}
+	if (sk->sk_state == TCP_NEW_SYN_RECV) {
+		tcp_fastlane_req(net, inet_reqsk(sk), &nf);
+		reqsk_put(inet_reqsk(sk));
+		goto out;
+	}
+
+	bh_lock_sock(sk);
+	if (!tcp_fastlane_rate_ok(sk)) {
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANERATELIMITED);
+	} else if (!sock_owned_by_user(sk)) {
+		tcp_fastlane_act(sk, &nf);
+	} else {
+		struct tcp_sock *tp = tcp_sk(sk);
+		struct tcp_fastlane_deferred *d;
+
+		if (tp->fastlane.n_deferred >= TCP_FASTLANE_DEFERRED_MAX) {
+			NET_INC_STATS(net, LINUX_MIB_TCPFASTLANELOCKDROPPED);
+		} else {
+			d = &tp->fastlane.deferred[tp->fastlane.n_deferred++];
+			d->seq = nf.seq;
+			d->end_seq = nf.end_seq;
+			d->tsval = nf.tsval;
+			d->flags = nf.has_ts | nf.syn << 1 | nf.ack << 2;
+			if (!test_and_set_bit(TCP_FASTLANE_DEFERRED,
+					      &sk->sk_tsq_flags))
+				sock_hold(sk);
+		}
+	}
+	bh_unlock_sock(sk);
+	sock_put(sk);
+out:
+	consume_skb(skb);
+}
+EXPORT_SYMBOL_GPL(tcp_fastlane_rcv);
+
+/**
+ * tcp_fastlane_v4_rcv - called by tcp_v4_rcv() before the checksum check
+ * @net: the namespace
+ * @skb: a TCP segment whose header and options are pulled
+ *
+ * Returns true if @skb is a notification this namespace takes (it is
+ * consumed), false for anything else.
+ */
+bool tcp_fastlane_v4_rcv(struct net *net, struct sk_buff *skb)
+{
+	const struct iphdr *iph = ip_hdr(skb);
+	const struct tcphdr *th = tcp_hdr(skb);
+	unsigned int hlen = iph->ihl * 4 + th->doff * 4;
+	struct sock *sk;
+
+	if (!tcp_fastlane_nf(net, ipv4_get_dsfield(iph), iph->protocol))
+		return false;
+	if (ntohs(iph->tot_len) < hlen) {
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBADSEQ);
+		consume_skb(skb);
+		return true;
+	}
+	/* ours is the source of the dropped packet: the addresses are
+	 * swapped, the ports are not
+	 */
+	sk = __inet_lookup_established(net, net->ipv4.tcp_death_row.hashinfo,
+				       iph->saddr, th->dest, iph->daddr,
+				       ntohs(th->source), inet_iif(skb),
+				       inet_sdif(skb));
+	tcp_fastlane_rcv(net, sk, skb, ntohs(iph->tot_len) - hlen);
+	return true;
+}
