@@ -16,7 +16,7 @@ export BUILD RESULTS VENV
 PY := $(VENV)/bin/python
 
 .PHONY: all deps kernel kernel-debug kernel-release tools demo check check-host \
-	check-guest bench-d2tcp bench-htb iproute2 series checkpatch clean distclean help \
+	check-guest bench-d2tcp bench-htb bench-fastlane iproute2 series checkpatch clean distclean help \
 	testbed testbed-physical-selftest
 
 all: deps kernel-release tools demo testbed
@@ -59,6 +59,10 @@ check-host: deps tools
 bench-d2tcp: deps kernel-release tools
 	@$(PY) bench/d2tcp.py --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-d2tcp
 	@echo "report: $(RESULTS)/bench-d2tcp/report.md"
+
+bench-fastlane: deps kernel-release tools
+	@$(PY) bench/fastlane.py --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-fastlane
+	@echo "report: $(RESULTS)/bench-fastlane/report.md"
 
 bench-htb: deps kernel-release tools
 	@$(PY) bench/htb.py --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-htb

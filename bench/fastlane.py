@@ -1,0 +1,464 @@
+#!/usr/bin/env python3
+"""make bench-fastlane: FastLane against TCP's own loss recovery, side by side in one run.
+
+  pa       the partition-aggregate workload of the paper (Sec. 5): an
+           aggregator queries workers that answer with 2/4/8/16/32 KB
+           (fanned in to 32-160 KB per query), while 1 MB long flows
+           share the aggregator's port; short traffic is 10% of the load,
+           the load 20/40/60/80% of the port's rate.
+  incast   N workers x one response to one aggregator through one port,
+           N from 8 to 80.
+
+Schemes, each on the same namespaces and seeds:
+
+  tcp               stock TCP (CUBIC, SACK, RACK-TLP, timestamps), 200 ms RTOmin
+  tcp-rto10         the same with a 10 ms RTOmin (route option rto_min)
+  tcp-fastlane      stock TCP with net.ipv4.tcp_fastlane=1, fastlane ports
+  dctcp             DCTCP, ports marking CE above K (RED)
+  dctcp-fastlane    DCTCP with FastLane, fastlane ports marking CE above K
+
+Every switch port is a fastlane qdisc in the FastLane schemes (caps at the
+paper's 1% of the rate and 2.5% of the buffer), a byte FIFO of the same
+size otherwise.  The topology is one switch (a router namespace), the
+ToR of FastLane's incast and of D2TCP's testbed; the aggregator's port
+is shaped to the rate the guest sustains (measured first, as bench-d2tcp).
+
+On the host this script boots the release kernel (scripts/vmrun.py) and
+runs itself inside with --guest, which writes raw.json; then it writes
+results.json, PNG plots and report.md next to it.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "testbed"))
+
+SCHEMES = ["tcp", "tcp-rto10", "tcp-fastlane", "dctcp", "dctcp-fastlane"]
+RATE_FRACTION = 0.2
+BUFFER = 128 * 1024              # per port, the paper's 128 KB
+K_BYTES = 30000                  # DCTCP's marking threshold
+SIZES_KB = [2, 4, 8, 16, 32]     # short responses
+TOTAL_KB = 160                   # a query's responses fan in to at most this
+WORKERS = 16
+LONG_BYTES = 1_000_000
+LONG_SENDERS = 2
+LOADS = [0.2, 0.4, 0.6, 0.8]
+SHORT_SHARE = 0.1
+INCAST_N = [8, 16, 32, 48, 80]
+INCAST_BYTES = 16 * 1024
+TC = os.environ.get("DCNET_TC", "tc")
+
+
+def sh(cmd, ns=None, check=True):
+    from netlab import sh as _sh
+    return _sh(cmd, ns=ns, check=check)
+
+
+def fanin_of(kb):
+    return max(1, min(WORKERS, TOTAL_KB // kb))
+
+
+def configure(lab, scheme, rate_mbit, aggregator, ports):
+    """the switch ports, and every host's TCP, for one scheme"""
+    fl = scheme.endswith("fastlane")
+    dctcp = scheme.startswith("dctcp")
+    for name, (ns, i) in lab.hosts.items():
+        sh(f"sysctl -qw net.ipv4.tcp_fastlane={int(fl)} net.ipv4.tcp_ecn={1 if dctcp else 2}", ns=ns)
+        rto = " rto_min 10ms" if scheme == "tcp-rto10" else ""
+        sh(f"ip route replace default via 10.0.{i}.254{rto}", ns=ns)
+    sh(f"sysctl -qw net.ipv4.tcp_fastlane={int(fl)}", ns=lab.sw)
+    for dev in ports:
+        sh(f"{TC} qdisc del dev {dev} root", ns=lab.sw, check=False)
+        if dev == aggregator:
+            sh(f"{TC} qdisc add dev {dev} root handle 1: htb default 1", ns=lab.sw)
+            sh(f"{TC} class add dev {dev} parent 1: classid 1:1 htb rate {rate_mbit}mbit ceil {rate_mbit}mbit",
+               ns=lab.sw)
+            parent = "parent 1:1 handle 10:"
+        else:
+            parent = "root"
+        if fl:
+            ce = f" ce_threshold {K_BYTES}" if dctcp else ""
+            sh(f"{TC} qdisc add dev {dev} {parent} fastlane limit {BUFFER} rate {rate_mbit}mbit{ce}",
+               ns=lab.sw)
+        elif dctcp:
+            sh(f"{TC} qdisc add dev {dev} {parent} red limit {BUFFER} min {K_BYTES} max {K_BYTES + 1500}"
+               f" avpkt 1500 burst {K_BYTES // 1500 + 1} probability 1.0 ecn bandwidth {rate_mbit}mbit",
+               ns=lab.sw)
+        else:
+            sh(f"{TC} qdisc add dev {dev} {parent} bfifo limit {BUFFER}", ns=lab.sw)
+
+
+def port_stats(lab, ports):
+    out = {}
+    for dev in ports:
+        qs = json.loads(sh(f"{TC} -s -j qdisc show dev {dev}", ns=lab.sw))
+        leaf = [q for q in qs if q["kind"] in ("fastlane", "red", "bfifo")]
+        if leaf:
+            q = leaf[0]
+            out[dev] = {k: q.get(k, 0) for k in ("kind", "bytes", "packets", "drops", "nf_generated",
+                                                  "nf_sent", "nf_bytes", "nf_cap_drops", "nf_backlog_max",
+                                                  "nf_sent_idle", "ce_marked", "marked")}
+    return out
+
+
+def netstat(lab):
+    keys = ("TCPFastLaneNotify", "TCPFastLaneRetrans", "TCPFastLaneStale", "TCPFastLaneBadSeq",
+            "TCPFastLaneRateLimited", "TCPFastLaneLockDropped", "TCPTimeouts", "TCPLossProbes",
+            "TCPSackRecovery")
+    tot = dict.fromkeys(keys, 0)
+    for name, (ns, _) in lab.hosts.items():
+        lines = sh("cat /proc/net/netstat", ns=ns).splitlines()
+        for a, b in zip(lines[::2], lines[1::2]):
+            if a.startswith("TcpExt:"):
+                for k, v in zip(a.split()[1:], b.split()[1:]):
+                    if k in tot:
+                        tot[k] += int(v)
+    return tot
+
+
+def run_pa(lab, scheme, rate_mbit, load, duration, workers, longs, seed):
+    from netlab import DLTRAFFIC, json_lines, monotonic_us
+    cc = "dctcp" if scheme.startswith("dctcp") else "cubic"
+    rate_Bps = rate_mbit * 1e6 / 8
+    short_Bps = load * SHORT_SHARE * rate_Bps / len(SIZES_KB)
+    long_Bps = load * (1 - SHORT_SHARE) * rate_Bps / len(longs)
+    start = monotonic_us() + 1_500_000
+    procs = []
+    for j, kb in enumerate(SIZES_KB):
+        f = fanin_of(kb)
+        interval = int(f * kb * 1024 / short_Bps * 1e6)
+        q = max(3, int(duration * 1e6 / interval))
+        leaves = ",".join(f"{lab.ip(w)}:{5001 + j}" for w in workers[:f])
+        procs.append(("short", kb, lab.spawn("agg", [
+            DLTRAFFIC, "fanin", "--leaves", leaves, "--queries", str(q), "--resp-bytes", str(kb * 1024),
+            "--interval-us", str(interval), "--cc", cc, "--seed", str(seed + j), "--start-at-us", str(start)])))
+    every = int(LONG_BYTES / long_Bps * 1e6)
+    count = max(1, int(duration * 1e6 / every))
+    for b in longs:
+        procs.append(("long", 0, lab.spawn(b, [
+            DLTRAFFIC, "bulk", "-c", lab.ip("agg"), "-p", "5100", "--bytes", str(LONG_BYTES), "--every-us",
+            str(every), "--count", str(count), "--cc", cc, "--id-prefix", f"{b}-", "--start-at-us", str(start)])))
+    flows = []
+    for kind, kb, p in procs:
+        try:
+            out, err = p.communicate(timeout=duration * 10 + 300)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+        for r in json_lines(out):
+            if r.get("type") == "flow":
+                flows.append(dict(kind=kind, kb=kb, bytes=r["bytes"], fct_us=r["fct_us"]))
+    return flows
+
+
+def run_incast(lab, scheme, n, queries, workers, seed):
+    from netlab import DLTRAFFIC, json_lines
+    cc = "dctcp" if scheme.startswith("dctcp") else "cubic"
+    leaves = ",".join(f"{lab.ip(w)}:5001" for w in workers[:n])
+    p = lab.spawn("agg", [DLTRAFFIC, "fanin", "--leaves", leaves, "--queries", str(queries),
+                          "--resp-bytes", str(INCAST_BYTES), "--interval-us", "300000", "--cc", cc,
+                          "--seed", str(seed)])
+    out, err = p.communicate(timeout=1800)
+    recs = json_lines(out)
+    return dict(flows=[r["fct_us"] for r in recs if r.get("type") == "flow"],
+                queries=[r["fct_us"] for r in recs if r.get("type") == "query"])
+
+
+def calibrate():
+    from netlab import DLTRAFFIC, Lab, json_lines
+    lab = Lab(["h1", "rx"], prefix="c")
+    try:
+        lab.server("rx", 5001, cc="cubic")
+        p = lab.spawn("h1", [DLTRAFFIC, "flow", "-c", lab.ip("rx"), "-p", "5001", "--bytes", "8000000",
+                             "--cc", "cubic", "--id", "calibrate"])
+        out, err = p.communicate(timeout=600)
+        rec = next(r for r in json_lines(out) if r["type"] == "flow")
+        return rec["bytes"] * 8 / rec["fct_us"]
+    finally:
+        lab.close()
+
+
+def servers(lab, workers, ports, cc):
+    from netlab import DLTRAFFIC
+    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for w in workers:
+        for port in ports:
+            lab.spawn(w, [DLTRAFFIC, "server", "-p", str(port), "--cc", cc], **quiet)
+
+
+def kill_servers(lab):
+    for p in lab.procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    lab.procs = []
+
+
+def guest_main(a):
+    from netlab import Lab
+    out = os.environ["DCNET_OUT"]
+    subprocess.run("modprobe tcp_dctcp; modprobe sch_fastlane", shell=True, check=True)
+    sustained = calibrate()
+    rate = a.rate_mbit or max(1, int(sustained * RATE_FRACTION))
+    print(f"calibration: one unshaped flow {sustained:.1f} Mbit/s; aggregator port {rate} Mbit/s", flush=True)
+    raw = dict(kernel=os.uname().release, rate_mbit=rate, sustained_mbit=sustained, buffer=BUFFER,
+               k_bytes=K_BYTES, duration_s=a.duration, pa=[], incast=[])
+    if a.only in (None, "pa"):
+        workers = [f"w{i}" for i in range(WORKERS)]
+        longs = [f"b{i}" for i in range(LONG_SENDERS)]
+        lab = Lab(["agg"] + workers + longs, prefix="p")
+        ports = list(lab.hosts)
+        try:
+            for scheme in SCHEMES:
+                cc = "dctcp" if scheme.startswith("dctcp") else "cubic"
+                configure(lab, scheme, rate, "agg", ports)
+                servers(lab, workers, range(5001, 5001 + len(SIZES_KB)), cc)
+                lab.server("agg", 5100, cc=cc)
+                time.sleep(1)
+                for load in [x for x in LOADS if a.loads is None or x in a.loads]:
+                    n0 = netstat(lab)
+                    configure(lab, scheme, rate, "agg", ports)      # fresh counters
+                    t0 = time.time()
+                    flows = run_pa(lab, scheme, rate, load, a.duration, workers, longs, seed=11)
+                    el = time.time() - t0
+                    raw["pa"].append(dict(scheme=scheme, load=load, flows=flows, elapsed_s=el,
+                                          ports=port_stats(lab, ports),
+                                          netstat={k: v - n0[k] for k, v in netstat(lab).items()}))
+                    short = sorted(f["fct_us"] for f in flows if f["kind"] == "short")
+                    p999 = short[min(len(short) - 1, int(len(short) * 0.999))] / 1000 if short else -1
+                    print(f"pa {scheme:14s} load {load:.1f}: {len(short)} short, p99.9 {p999:.1f} ms, "
+                          f"{sum(f['kind'] == 'long' for f in flows)} long", flush=True)
+                kill_servers(lab)
+        finally:
+            lab.close()
+    if a.only in (None, "incast"):
+        nmax = max(INCAST_N)
+        workers = [f"w{i}" for i in range(nmax)]
+        lab = Lab(["agg"] + workers, prefix="i")
+        ports = list(lab.hosts)
+        try:
+            for scheme in SCHEMES:
+                cc = "dctcp" if scheme.startswith("dctcp") else "cubic"
+                configure(lab, scheme, rate, "agg", ports)
+                servers(lab, workers, [5001], cc)
+                time.sleep(1)
+                for n in INCAST_N:
+                    n0 = netstat(lab)
+                    configure(lab, scheme, rate, "agg", ports)
+                    r = run_incast(lab, scheme, n, a.incast_queries, workers, seed=5)
+                    r.update(scheme=scheme, n=n, ports=port_stats(lab, ports),
+                             netstat={k: v - n0[k] for k, v in netstat(lab).items()})
+                    raw["incast"].append(r)
+                    q = sorted(r["queries"])
+                    print(f"incast {scheme:14s} N={n:2d}: query p99 {q[int(len(q) * .99)] / 1000 if q else -1:.1f} ms",
+                          flush=True)
+                kill_servers(lab)
+        finally:
+            lab.close()
+    with open(os.path.join(out, "raw.json"), "w") as f:
+        json.dump(raw, f)
+
+
+# ----------------------------------------------------------------- host side
+
+def pct(v, p):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(len(v) * p))] if v else None
+
+
+def analyse(raw):
+    rate_Bps = raw["rate_mbit"] * 1e6 / 8
+    res = dict(kernel=raw["kernel"], rate_mbit=raw["rate_mbit"], sustained_mbit=raw["sustained_mbit"],
+               buffer=raw["buffer"], k_bytes=raw["k_bytes"], duration_s=raw["duration_s"], pa=[], incast=[])
+    for c in raw["pa"]:
+        row = dict(scheme=c["scheme"], load=c["load"], netstat=c["netstat"])
+        for kb in SIZES_KB:
+            f = [x["fct_us"] / 1000 for x in c["flows"] if x["kind"] == "short" and x["kb"] == kb]
+            row[f"short{kb}"] = dict(n=len(f), p99=pct(f, .99), p999=pct(f, .999))
+        allshort = [x["fct_us"] / 1000 for x in c["flows"] if x["kind"] == "short"]
+        row["short"] = dict(n=len(allshort), p50=pct(allshort, .5), p99=pct(allshort, .99),
+                            p999=pct(allshort, .999))
+        lng = [x["fct_us"] / 1000 for x in c["flows"] if x["kind"] == "long"]
+        row["long"] = dict(n=len(lng), mean=sum(lng) / len(lng) if lng else None)
+        nf_bytes = sum(p.get("nf_bytes", 0) for p in c["ports"].values())
+        nf_max = max([p.get("nf_backlog_max", 0) for p in c["ports"].values()] or [0])
+        per_port_bw = max([p.get("nf_bytes", 0) / c["elapsed_s"] / rate_Bps for p in c["ports"].values()] or [0])
+        row.update(nf_generated=sum(p.get("nf_generated", 0) for p in c["ports"].values()),
+                   nf_bytes=nf_bytes, nf_cap_drops=sum(p.get("nf_cap_drops", 0) for p in c["ports"].values()),
+                   nf_bw_fraction_max=per_port_bw, nf_buffer_fraction_max=nf_max / raw["buffer"],
+                   drops=sum(p.get("drops", 0) for p in c["ports"].values()))
+        res["pa"].append(row)
+    for c in raw["incast"]:
+        res["incast"].append(dict(scheme=c["scheme"], n=c["n"], queries=len(c["queries"]),
+                                  qct_p50=(pct(c["queries"], .5) or 0) / 1000,
+                                  qct_p99=(pct(c["queries"], .99) or 0) / 1000,
+                                  fct_p99=(pct(c["flows"], .99) or 0) / 1000,
+                                  fct_p999=(pct(c["flows"], .999) or 0) / 1000,
+                                  netstat=c["netstat"],
+                                  nf_generated=sum(p.get("nf_generated", 0) for p in c["ports"].values()),
+                                  drops=sum(p.get("drops", 0) for p in c["ports"].values())))
+    # reductions of the short flows' p99.9 against the two baselines
+    red = []
+    for row in res["pa"]:
+        if not row["scheme"].endswith("fastlane"):
+            continue
+        base = "tcp" if row["scheme"] == "tcp-fastlane" else "dctcp"
+        for b in ([base, "tcp-rto10"] if base == "tcp" else [base]):
+            other = next((r for r in res["pa"] if r["scheme"] == b and r["load"] == row["load"]), None)
+            if other and other["short"]["p999"] and row["short"]["p999"] is not None:
+                red.append(dict(scheme=row["scheme"], against=b, load=row["load"],
+                                p999_reduction=1 - row["short"]["p999"] / other["short"]["p999"],
+                                p99_reduction=1 - row["short"]["p99"] / other["short"]["p99"]))
+    res["reductions"] = red
+    return res
+
+
+def plots(res, out):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    pngs = []
+    if res["pa"]:
+        fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+        loads = sorted({r["load"] for r in res["pa"]})
+        for s in SCHEMES:
+            rows = [next((r for r in res["pa"] if r["scheme"] == s and r["load"] == ld), None) for ld in loads]
+            if not any(rows):
+                continue
+            x = [int(ld * 100) for ld in loads]
+            axes[0].plot(x, [r["short"]["p999"] if r else None for r in rows], "o-", label=s)
+            axes[1].plot(x, [r["short"]["p99"] if r else None for r in rows], "o-", label=s)
+            axes[2].plot(x, [r["long"]["mean"] if r else None for r in rows], "o-", label=s)
+        for ax, t in zip(axes, ["short flows: p99.9 FCT (ms)", "short flows: p99 FCT (ms)",
+                                "long flows: mean FCT (ms)"]):
+            ax.set_title(t)
+            ax.set_xlabel("load (% of the port's rate)")
+            ax.set_yscale("log")
+            ax.grid(alpha=.3)
+        axes[0].legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "pa-fct.png"), dpi=110)
+        pngs.append("pa-fct.png")
+    if res["incast"]:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for s in SCHEMES:
+            rows = sorted((r for r in res["incast"] if r["scheme"] == s), key=lambda r: r["n"])
+            if rows:
+                ax.plot([r["n"] for r in rows], [r["qct_p99"] for r in rows], "o-", label=s)
+        ax.set_xlabel("senders")
+        ax.set_ylabel("query completion p99 (ms)")
+        ax.set_yscale("log")
+        ax.grid(alpha=.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "incast.png"), dpi=110)
+        pngs.append("incast.png")
+    return pngs
+
+
+def fmt(v, f="{:.1f}"):
+    return "-" if v is None else f.format(v)
+
+
+def report(res, pngs, out, elapsed):
+    L = ["# FastLane against TCP's own loss recovery", "",
+         f"Kernel `{res['kernel']}` under virtme-ng, TCG, 2 vCPUs. One unshaped flow sustained "
+         f"{res['sustained_mbit']:.1f} Mbit/s; the aggregator's port is HTB {res['rate_mbit']} Mbit/s "
+         f"(scale {res['rate_mbit'] / 10000:.4f} of the paper's 10 Gbit/s) over a {res['buffer']} B port buffer; "
+         f"DCTCP's K = {res['k_bytes']} B. All schemes in one run, same namespaces and seeds. "
+         f"Run time {elapsed:.0f} s.", ""]
+    if res["pa"]:
+        L += ["## Partition-aggregate (paper Sec. 5)", "",
+              f"Short responses {'/'.join(map(str, SIZES_KB))} KB fanned in to at most {TOTAL_KB} KB per query "
+              f"from {WORKERS} workers, 10% of the load; 1 MB long flows from {LONG_SENDERS} senders, 90%; "
+              f"{res['duration_s']} s per cell.", "",
+              "| load | scheme | short flows | short p99 (ms) | short p99.9 (ms) | long flows | long mean FCT (ms) "
+              "| drops | notifications | nf bandwidth (max port, % of rate) | nf buffer (max, % of buffer) | "
+              "nf cap drops | RTOs |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in sorted(res["pa"], key=lambda r: (r["load"], SCHEMES.index(r["scheme"]))):
+            L.append(f"| {int(r['load'] * 100)}% | {r['scheme']} | {r['short']['n']} | {fmt(r['short']['p99'])} | "
+                     f"{fmt(r['short']['p999'])} | {r['long']['n']} | {fmt(r['long']['mean'], '{:.0f}')} | "
+                     f"{r['drops']} | {r['nf_generated']} | {r['nf_bw_fraction_max'] * 100:.2f} | "
+                     f"{r['nf_buffer_fraction_max'] * 100:.2f} | {r['nf_cap_drops']} | "
+                     f"{r['netstat'].get('TCPTimeouts', 0)} |")
+        L += ["", "p99.9 and p99 FCT of the short flows, FastLane against its baselines "
+              "(positive: FastLane is faster):", "",
+              "| scheme | against | load | p99.9 reduction | p99 reduction |", "|---|---|---|---|---|"]
+        for r in res["reductions"]:
+            L.append(f"| {r['scheme']} | {r['against']} | {int(r['load'] * 100)}% | "
+                     f"{r['p999_reduction'] * 100:.0f}% | {r['p99_reduction'] * 100:.0f}% |")
+        L += ["", "Per flow size, p99.9 FCT (ms):", "",
+              "| load | scheme | " + " | ".join(f"{kb} KB" for kb in SIZES_KB) + " |",
+              "|---|---|" + "---|" * len(SIZES_KB)]
+        for r in sorted(res["pa"], key=lambda r: (r["load"], SCHEMES.index(r["scheme"]))):
+            L.append(f"| {int(r['load'] * 100)}% | {r['scheme']} | "
+                     + " | ".join(fmt(r[f"short{kb}"]["p999"]) for kb in SIZES_KB) + " |")
+        if "pa-fct.png" in pngs:
+            L += ["", "![partition-aggregate](pa-fct.png)"]
+        L.append("")
+    if res["incast"]:
+        L += ["## Incast", "", f"N workers answer each query with {INCAST_BYTES // 1024} KB through the "
+              "aggregator's port.", "",
+              "| N | scheme | queries | query p50 (ms) | query p99 (ms) | flow p99.9 (ms) | drops | notifications | RTOs |",
+              "|---|---|---|---|---|---|---|---|---|"]
+        for r in sorted(res["incast"], key=lambda r: (r["n"], SCHEMES.index(r["scheme"]))):
+            L.append(f"| {r['n']} | {r['scheme']} | {r['queries']} | {r['qct_p50']:.1f} | {r['qct_p99']:.1f} | "
+                     f"{r['fct_p999']:.1f} | {r['drops']} | {r['nf_generated']} | "
+                     f"{r['netstat'].get('TCPTimeouts', 0)} |")
+        if "incast.png" in pngs:
+            L += ["", "![incast](incast.png)"]
+        L.append("")
+    L += ["Raw records: `raw.json`; summary: `results.json`. Rerun with `make bench-fastlane`."]
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write("\n".join(L) + "\n")
+
+
+def host_main(a):
+    out = os.path.abspath(a.out)
+    os.makedirs(out, exist_ok=True)
+    t0 = time.time()
+    cmd = [os.path.join(ROOT, ".venv", "bin", "python"), os.path.abspath(__file__), "--guest",
+           "--duration", str(a.duration), "--rate-mbit", str(a.rate_mbit),
+           "--incast-queries", str(a.incast_queries)]
+    if a.only:
+        cmd += ["--only", a.only]
+    if a.loads:
+        cmd += ["--loads", ",".join(str(x) for x in a.loads)]
+    rc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "vmrun.py"), "--kernel", a.kernel,
+                         "--out", out, "--timeout", "5400", "--"] + cmd).returncode
+    with open(os.path.join(out, "guest.log"), errors="replace") as f:
+        sys.stdout.write(f.read())
+    if rc != 0 or not os.path.exists(os.path.join(out, "raw.json")):
+        sys.exit("bench: the guest run failed")
+    with open(os.path.join(out, "raw.json")) as f:
+        raw = json.load(f)
+    res = analyse(raw)
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(res, f, indent=1)
+    pngs = plots(res, out)
+    report(res, pngs, out, time.time() - t0)
+    print(open(os.path.join(out, "report.md")).read())
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--guest", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--kernel", default=os.path.expanduser("~/.cache/dcnet/build/obj-release"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "results", "bench-fastlane"))
+    ap.add_argument("--only", choices=["pa", "incast"])
+    ap.add_argument("--duration", type=int, default=15, help="seconds per partition-aggregate cell")
+    ap.add_argument("--loads", type=lambda s: [float(x) for x in s.split(",")], default=None)
+    ap.add_argument("--rate-mbit", type=int, default=0,
+                    help="the aggregator port's rate; 0 (default): measure the guest and scale to it")
+    ap.add_argument("--incast-queries", type=int, default=20)
+    a = ap.parse_args()
+    (guest_main if a.guest else host_main)(a)
+
+
+if __name__ == "__main__":
+    main()
