@@ -95,8 +95,8 @@ class Port:
     """h1 -- sw -- h2; the port sw:h2 (device "h2" in sw) is the FastLane
     port under test, shaped by HTB so that it queues and drops."""
 
-    def __init__(self, lab_factory, bridged=False, rate="1mbit", fl="limit 6000 rate 1mbit"):
-        self.lab = lab_factory(["h1", "h2"], prefix="f")
+    def __init__(self, lab, bridged=False, rate="1mbit", fl="limit 6000 rate 1mbit"):
+        self.lab = lab
         self.sw = self.lab.sw
         if bridged:
             # the two ports in one bridge: h1 and h2 on one subnet
@@ -116,9 +116,15 @@ class Port:
         # the router must know h1 and h2 before the burst
         for v6 in (False, True):
             sh(f"ping -c1 -W5 {'-6 ' if v6 else ''}{self.addrs[v6][1]} >/dev/null", ns=self.lab.ns("h1"))
-        tc(f"qdisc add dev h2 root handle 1: htb default 1", self.sw)
+        self.reset(rate, fl)
+
+    def reset(self, rate="1mbit", fl="limit 6000 rate 1mbit"):
+        """a fresh port (counters at zero): HTB at rate over fastlane fl"""
+        tc("qdisc del dev h2 root", self.sw, check=False)
+        tc("qdisc add dev h2 root handle 1: htb default 1", self.sw)
         tc(f"class add dev h2 parent 1: classid 1:1 htb rate {rate} ceil {rate}", self.sw)
         tc(f"qdisc add dev h2 parent 1:1 handle 10: fastlane {fl}", self.sw)
+        return self
 
     def stats(self):
         for q in json.loads(tc("-s -j qdisc show dev h2", self.sw)):
@@ -177,8 +183,21 @@ def notifications(pkts):
     return [p for p in map(parse, pkts) if p and p["dscp"] == DSCP]
 
 
-def test_configuration_round_trip_and_errors(lab_factory):
-    lab = lab_factory(["h1", "h2"], prefix="f")
+@pytest.fixture(scope="module")
+def routed():
+    """h1 -- router -- h2, the router's port towards h2 a FastLane port;
+    shared by the tests of this module (each resets the port)"""
+    from netlab import Lab
+    lab = Lab(["h1", "h2"], prefix="fr")
+    try:
+        yield Port(lab)
+    finally:
+        lab.close()
+
+
+def test_configuration_round_trip_and_errors(routed):
+    lab = routed.lab
+    tc("qdisc del dev h2 root", lab.sw, check=False)
     tc("qdisc add dev h2 root fastlane limit 64kb rate 10mbit", lab.sw)
     q = json.loads(tc("-j qdisc show dev h2", lab.sw))[0]
     opts = q["options"]
@@ -202,12 +221,23 @@ def test_configuration_round_trip_and_errors(lab_factory):
     # an unpatched tc still lists the qdisc
     system_tc = "/usr/sbin/tc" if os.path.exists("/usr/sbin/tc") else "/sbin/tc"
     assert "fastlane" in sh(f"{system_tc} qdisc show dev h2", ns=lab.sw)
+    assert "ce_threshold" not in tc("qdisc show dev h2", lab.sw)
+    tc("qdisc change dev h2 root fastlane ce_threshold 30kb", lab.sw)
+    assert json.loads(tc("-j qdisc show dev h2", lab.sw))[0]["options"]["ce_threshold"] == 30720
+    assert "ce_threshold not below" in tc_fails("qdisc change dev h2 root fastlane ce_threshold 64kb", lab.sw)
+    # the host side's knobs: off by default, bounded
+    h1 = lab.ns("h1")
+    assert sh("sysctl -n net.ipv4.tcp_fastlane", ns=h1).strip() == "0"
+    assert sh("sysctl -n net.ipv4.tcp_fastlane_dscp", ns=h1).strip() == str(DSCP)
+    for bad in ("net.ipv4.tcp_fastlane_dscp=64", "net.ipv4.tcp_fastlane_dscp=0", "net.ipv4.tcp_fastlane=2"):
+        assert subprocess.run(["ip", "netns", "exec", h1, "sysctl", "-qw", bad],
+                              capture_output=True).returncode != 0, bad
 
 
 @pytest.mark.parametrize("v6,bridged", [(False, False), (True, False), (False, True)],
                          ids=["ipv4-routed", "ipv6-routed", "ipv4-bridged"])
-def test_each_drop_yields_one_notification(lab_factory, v6, bridged):
-    port = Port(lab_factory, bridged=bridged)
+def test_each_drop_yields_one_notification(routed, lab_factory, v6, bridged):
+    port = Port(lab_factory(["h1", "h2"], prefix="fb"), bridged=True) if bridged else routed.reset()
     seqs = [1000 + i * PAYLOAD for i in range(40)]
     t, got = port.capture(6)
     time.sleep(0.3)
@@ -241,8 +271,8 @@ def test_each_drop_yields_one_notification(lab_factory, v6, bridged):
     assert st["nf_cap_drops"] == 0
 
 
-def test_not_tcp_is_dropped_without_notification(lab_factory):
-    port = Port(lab_factory)
+def test_not_tcp_is_dropped_without_notification(routed):
+    port = routed.reset()
     t, got = port.capture(4)
     time.sleep(0.3)
     port.burst(False, range(40), proto=17)
@@ -253,9 +283,9 @@ def test_not_tcp_is_dropped_without_notification(lab_factory):
     assert notifications(got) == [] and notifications([]) == []
 
 
-def test_no_drop_no_notification(lab_factory):
-    """below the buffer the port is a FIFO: every packet through, in order"""
-    port = Port(lab_factory, rate="100mbit", fl="limit 128kb rate 100mbit")
+def test_no_drop_no_notification(routed):
+    """below the buffer the port is a FIFO: every packet through"""
+    port = routed.reset(rate="100mbit", fl="limit 128kb rate 100mbit")
     port.burst(False, range(0, 40 * PAYLOAD, PAYLOAD))
     time.sleep(1)
     st = port.stats()
@@ -263,12 +293,12 @@ def test_no_drop_no_notification(lab_factory):
     assert st["packets"] >= 40
 
 
-def test_caps_hold_under_a_notification_storm(lab_factory):
+def test_caps_hold_under_a_notification_storm(routed):
     """notifications from elsewhere flood a port whose data queue never
     empties: they use at most nf_rate (plus the bucket), the notification
     queue never exceeds nf_limit, the excess is dropped and counted"""
     # 1 Mbit/s port: nf_rate 1250 B/s, nf_limit 2.5% of 64 KB = 1638 B
-    port = Port(lab_factory, rate="1mbit", fl="limit 64kb rate 1mbit")
+    port = routed.reset(rate="1mbit", fl="limit 64kb rate 1mbit")
     t0 = time.time()
     # keep data queued for the whole storm: 64 KB drain in 0.5 s
     for k in range(8):
@@ -333,18 +363,24 @@ class Conn:
         self.port = port
 
     def _serve(self):
-        s, _ = self.ls.accept()
-        self.srv = s
-        while True:
-            b = s.recv(65536)
-            if not b:
-                break
-            self.received += len(b)
-        s.close()
+        try:
+            s, _ = self.ls.accept()
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    break
+                self.received += len(b)
+            s.close()
+        except OSError:         # reset, or the listener closed
+            pass
 
-    def close(self):
+    def close(self, wait=True):
+        """wait: for the receiver to read everything; else reset"""
+        if not wait:
+            self.c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         self.c.close()
-        self.t.join(60)
+        if wait:
+            self.t.join(60)
         self.ls.close()
 
 
@@ -375,26 +411,16 @@ def tcp_payload_len(p):
     return p["iplen"] - (40 if p["v6"] else 20) - 20 - len(p["opts"])
 
 
-def test_sysctls_default_off(lab_factory):
-    lab = lab_factory(["h1"], prefix="f")
-    assert sh("sysctl -n net.ipv4.tcp_fastlane", ns=lab.ns("h1")).strip() == "0"
-    assert sh("sysctl -n net.ipv4.tcp_fastlane_dscp", ns=lab.ns("h1")).strip() == str(DSCP)
-    assert subprocess.run(["ip", "netns", "exec", lab.ns("h1"), "sysctl", "-qw",
-                           "net.ipv4.tcp_fastlane_dscp=64"], capture_output=True).returncode != 0
-    assert subprocess.run(["ip", "netns", "exec", lab.ns("h1"), "sysctl", "-qw",
-                           "net.ipv4.tcp_fastlane=2"], capture_output=True).returncode != 0
-
-
 @pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
-def test_drops_are_notified_and_exactly_those_bytes_resent(lab_factory, v6):
+def test_drops_are_notified_and_exactly_those_bytes_resent(routed, v6):
     """a real flow through a FastLane port with a small buffer: every drop
     reaches the sender as one notification, and the sender resends exactly
     the notified bytes, soon after"""
-    port = Port(lab_factory, rate="2mbit", fl="limit 8000 rate 2mbit")
+    port = routed.reset(rate="2mbit", fl="limit 8000 rate 2mbit")
     h1 = port.lab.ns("h1")
     sh("sysctl -qw net.ipv4.tcp_fastlane=1", ns=h1)
     before = nstat(h1)
-    conn = Conn(port.lab, v6)
+    conn = Conn(port.lab, v6, port=7000 + v6)
     done = threading.Event()
     t, got = sniff(h1, "eth0", 120, stop=done)
     time.sleep(0.3)
@@ -437,23 +463,37 @@ def test_drops_are_notified_and_exactly_those_bytes_resent(lab_factory, v6):
 
 
 class Blocked:
-    """an established connection h1 -> h2 whose data the router throws
-    away (netem loss 100% on its port towards h2), so that it stays in
-    flight; h1's segments are captured at the router"""
+    """established connections h1 -> h2 whose data the router throws away
+    (netem loss 100% on its port towards h2), so that it stays in flight;
+    h1's segments are captured at the router"""
 
-    def __init__(self, lab_factory, v6):
-        self.lab = lab_factory(["h1", "h2"], prefix="f")
-        self.v6 = v6
+    def __init__(self, lab):
+        self.lab = lab
         self.h1 = self.lab.ns("h1")
+        self.conn = None
+        self.port = 7100
         sh("sysctl -qw net.ipv4.tcp_fastlane=1", ns=self.h1)
-        # no retransmission timeout while the test looks (TLP still fires)
-        sh("ip route add 10.0.2.0/24 via 10.0.1.254 rto_min 5s;"
-           " ip -6 route add fd00:2::/64 via fd00:1::fe rto_min 5s", ns=self.h1)
-        self.conn = Conn(self.lab, v6)
-        time.sleep(0.5)
-        tc("qdisc add dev h2 root netem loss 100%", self.lab.sw)
+        # no retransmission timeout while a test looks (TLP still fires)
+        sh("ip route add 10.0.2.0/24 via 10.0.1.254 rto_min 60s;"
+           " ip -6 route add fd00:2::/64 via fd00:1::fe rto_min 60s", ns=self.h1)
         self.h1_mac = mac(self.h1, "eth0")
         self.sw_mac = mac(self.lab.sw, "h1")
+
+    def release(self):
+        if self.conn:
+            self.conn.close(wait=False)
+            self.conn = None
+
+    def connect(self, v6):
+        """a new connection, established before the path is blocked"""
+        self.release()
+        tc("qdisc del dev h2 root", self.lab.sw, check=False)
+        self.v6 = v6
+        self.port += 1
+        self.conn = Conn(self.lab, v6, port=self.port)
+        time.sleep(0.3)
+        tc("qdisc add dev h2 root netem loss 100%", self.lab.sw)
+        return self
 
     def send_and_capture(self, nbytes, seconds):
         t, got = sniff(self.lab.sw, "h1", seconds)
@@ -502,8 +542,20 @@ class Blocked:
         return sniff(self.lab.sw, "h1", seconds)
 
     def close(self):
+        self.release()
         tc("qdisc del dev h2 root", self.lab.sw, check=False)
-        self.conn.close()
+
+
+@pytest.fixture(scope="module")
+def blocked():
+    from netlab import Lab
+    lab = Lab(["h1", "h2"], prefix="fk")
+    b = Blocked(lab)
+    try:
+        yield b
+    finally:
+        b.close()
+        lab.close()
 
 
 def tsval_of(p):
@@ -513,8 +565,8 @@ def tsval_of(p):
 
 
 @pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
-def test_spoofed_notifications_are_counted_and_dropped(lab_factory, v6):
-    b = Blocked(lab_factory, v6)
+def test_spoofed_notifications_are_counted_and_dropped(blocked, v6):
+    b = blocked.connect(v6)
     try:
         segs = b.send_and_capture(4 * 1448, 1.0)
         assert len(segs) >= 2, "no data in flight"
@@ -552,15 +604,15 @@ def test_spoofed_notifications_are_counted_and_dropped(lab_factory, v6):
                   ((p["seq"] - p0["seq"]) & 0xffffffff) >= 4 * 1448 and tcp_payload_len(p) > 0]
         assert beyond == [], "data beyond snd_nxt was sent"
     finally:
-        b.close()
+        b.release()
 
 
 @pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
-def test_valid_notification_resends_those_bytes_at_once(lab_factory, v6):
+def test_valid_notification_resends_those_bytes_at_once(blocked, v6):
     """a notification made of a segment in flight, with its timestamp:
     taken, and exactly that segment is resent before any timeout; the same
     notification again, after the retransmission, is stale"""
-    b = Blocked(lab_factory, v6)
+    b = blocked.connect(v6)
     try:
         segs = b.send_and_capture(4 * 1448, 0.6)
         assert len(segs) >= 2
@@ -587,16 +639,16 @@ def test_valid_notification_resends_those_bytes_at_once(lab_factory, v6):
         d = delta(n1, nstat(b.h1), FL_KEYS)
         assert d["TcpExtTCPFastLaneStale"] == 1 and d["TcpExtTCPFastLaneNotify"] == 0
     finally:
-        b.close()
+        b.release()
 
 
-def test_sysctl_off_is_stock(lab_factory):
+def test_sysctl_off_is_stock(blocked):
     """with net.ipv4.tcp_fastlane=0 a notification is a truncated packet
     to IP, as without the patch: dropped and counted as such, TCP never
     sees it"""
-    b = Blocked(lab_factory, False)
+    b = blocked.connect(False)
+    sh("sysctl -qw net.ipv4.tcp_fastlane=0", ns=b.h1)
     try:
-        sh("sysctl -qw net.ipv4.tcp_fastlane=0", ns=b.h1)
         segs = b.send_and_capture(2 * 1448, 0.6)
         _, p0, raw0 = segs[0]
         n0 = nstat(b.h1)
@@ -606,4 +658,5 @@ def test_sysctl_off_is_stock(lab_factory):
         assert all(d[k] == 0 for k in FL_KEYS), d
         assert d["IpExtInTruncatedPkts"] == 1
     finally:
-        b.close()
+        sh("sysctl -qw net.ipv4.tcp_fastlane=1", ns=b.h1)
+        b.release()
