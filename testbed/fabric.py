@@ -64,6 +64,8 @@ def batch(tool, lines, ns=None):
     """run many ip/tc/bridge commands in one process (-force: report all errors)"""
     if not lines:
         return ""
+    if tool == "tc":        # the project's tc (fastlane, htb ecn_mode) when set
+        tool = os.environ.get("DCNET_TC", "tc")
     argv = [tool] + (["-n", ns] if ns else []) + ["-batch", "-"]
     return run(argv, input="\n".join(lines) + "\n")
 
@@ -113,6 +115,7 @@ class Topology:
     delay_us: int = 0               # one-way, per switch egress port
     buffer_bytes: int = 131072      # per switch egress port
     ecn_k_bytes: int = 0            # CE marking threshold (0: none)
+    fastlane: bool = False          # FastLane ports (sch_fastlane): drop notifications
     paper_link_mbit: float = 10000.0
 
     def __post_init__(self):
@@ -124,6 +127,8 @@ class Topology:
             raise ValueError("link_mbit must be > 0 and buffer_bytes at least one MTU")
         if self.ecn_k_bytes and self.delay_us:
             raise ValueError("ecn_k_bytes and delay_us cannot be combined on one port")
+        if self.fastlane and self.delay_us:
+            raise ValueError("fastlane and delay_us cannot be combined on one port")
 
     @property
     def n_hosts(self):
@@ -217,6 +222,11 @@ class Fabric:
              f" burst {MTU * 2} cburst {MTU * 2}"]
         if host_nic:
             L.append(f"qdisc add dev {dev} parent 1:1 handle 10: pfifo limit 1000")
+        elif t.fastlane:
+            # the caps follow: 1% of the rate, 2.5% of the buffer
+            ce = f" ce_threshold {t.ecn_k_bytes}" if t.ecn_k_bytes else ""
+            L.append(f"qdisc add dev {dev} parent 1:1 handle 10: fastlane limit {t.buffer_bytes}"
+                     f" rate {rate}mbit{ce}")
         elif t.delay_us:
             L.append(f"qdisc add dev {dev} parent 1:1 handle 10: netem delay {t.delay_us}us"
                      f" limit {max(1, t.buffer_bytes // MTU)}")
@@ -420,14 +430,19 @@ class Fabric:
         """every switch egress queue's qdisc counters"""
         res = []
         for sw in self.switches:
-            out = json.loads(run(["tc", "-n", self.ns(sw), "-s", "-j", "qdisc", "show"]))
+            out = json.loads(run([os.environ.get("DCNET_TC", "tc"), "-n", self.ns(sw), "-s", "-j", "qdisc",
+                                  "show"]))
             for q in out:
                 if q.get("parent") != "1:1":
                     continue
                 res.append(dict(node=sw, dev=q.get("dev"), kind=q.get("kind"),
                                 sent_bytes=q.get("bytes", 0), sent_packets=q.get("packets", 0),
                                 drops=q.get("drops", 0), overlimits=q.get("overlimits", 0),
-                                marks=q.get("marked", 0) + q.get("ecn_mark", 0) + q.get("ce_mark", 0)))
+                                marks=q.get("marked", 0) + q.get("ecn_mark", 0) + q.get("ce_mark", 0)
+                                + q.get("ce_marked", 0),
+                                **({k: q.get(k, 0) for k in ("nf_generated", "nf_sent", "nf_bytes",
+                                                             "nf_cap_drops", "nf_backlog_max")}
+                                   if q.get("kind") == "fastlane" else {})))
         return res
 
     def close(self):
