@@ -70,7 +70,8 @@ static inline bool tcp_fastlane_nf(const struct net *net, u8 dsfield,
 }
 
 bool tcp_fastlane_v4_rcv(struct net *net, struct sk_buff *skb);
-bool tcp_fastlane_v6_rcv(struct net *net, struct sk_buff *skb);
+void tcp_fastlane_rcv(struct net *net, struct sock *sk, struct sk_buff *skb,
+		      u32 payload);
 void tcp_fastlane_release(struct sock *sk);
 
 #else
@@ -82,11 +83,6 @@ static inline bool tcp_fastlane_nf(const struct net *net, u8 dsfield,
 }
 
 static inline bool tcp_fastlane_v4_rcv(struct net *net, struct sk_buff *skb)
-{
-	return false;
-}
-
-static inline bool tcp_fastlane_v6_rcv(struct net *net, struct sk_buff *skb)
 {
 	return false;
 }
