@@ -397,8 +397,9 @@ static int fastlane_change(struct Qdisc *sch, struct nlattr *opt,
 	u8 dscp;
 	int err;
 
-	err = nla_parse_nested(tb, TCA_FASTLANE_MAX, opt, fastlane_policy,
-			       extack);
+	/* tc does not set NLA_F_NESTED on TCA_OPTIONS */
+	err = nla_parse_nested_deprecated(tb, TCA_FASTLANE_MAX, opt,
+					  fastlane_policy, extack);
 	if (err < 0)
 		return err;
 
