@@ -23,6 +23,49 @@
  */
 #define TCP_FASTLANE_BURST		16
 
+/* The timeout-count option on every segment of a connection whose netns
+ * has FastLane on: an experimental option (RFC 6994) with an ExID,
+ * carrying the connection's number of RTOs so far (tcp_sock.total_rto).
+ * A notification keeps the option of the packet it stands for.
+ *
+ *   NOP NOP | kind 254, length 6 | ExID 0xFA57 | 16-bit count
+ */
+#define TCPOPT_FASTLANE_MAGIC		0xFA57
+#define TCPOLEN_EXP_FASTLANE		6
+#define TCPOLEN_EXP_FASTLANE_ALIGNED	8
+
+/* Find the timeout count in the TCP options @opt of @len bytes
+ * (untrusted: a notification's).  Returns whether there is one.
+ */
+static inline bool tcp_fastlane_parse_timeouts(const u8 *opt, int len,
+					       u16 *count)
+{
+	while (len > 0) {
+		u8 kind = opt[0], olen;
+
+		if (kind == 0)		/* TCPOPT_EOL */
+			return false;
+		if (kind == 1) {	/* TCPOPT_NOP */
+			opt++;
+			len--;
+			continue;
+		}
+		if (len < 2)
+			return false;
+		olen = opt[1];
+		if (olen < 2 || olen > len)
+			return false;
+		if (kind == 254 && olen == TCPOLEN_EXP_FASTLANE &&
+		    ((opt[2] << 8) | opt[3]) == TCPOPT_FASTLANE_MAGIC) {
+			*count = (opt[4] << 8) | opt[5];
+			return true;
+		}
+		opt += olen;
+		len -= olen;
+	}
+	return false;
+}
+
 /* Where a notification's sequence range falls for a socket */
 enum tcp_fastlane_range {
 	TCP_FASTLANE_IN_FLIGHT,		/* within [snd_una, snd_nxt) */
@@ -60,6 +103,11 @@ static inline bool tcp_fastlane_within_rate(u32 count, u32 cwnd)
 
 #if IS_ENABLED(CONFIG_TCP_FASTLANE)
 
+static inline bool tcp_fastlane_on(const struct net *net)
+{
+	return READ_ONCE(net->ipv4.sysctl_tcp_fastlane);
+}
+
 /* Is @dsfield (with @proto) a notification this netns takes? */
 static inline bool tcp_fastlane_nf(const struct net *net, u8 dsfield,
 				   u8 proto)
@@ -75,6 +123,11 @@ void tcp_fastlane_rcv(struct net *net, struct sock *sk, struct sk_buff *skb,
 void tcp_fastlane_release(struct sock *sk);
 
 #else
+
+static inline bool tcp_fastlane_on(const struct net *net)
+{
+	return false;
+}
 
 static inline bool tcp_fastlane_nf(const struct net *net, u8 dsfield,
 				   u8 proto)

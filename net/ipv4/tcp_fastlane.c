@@ -12,7 +12,11 @@
  * net.ipv4.tcp_fastlane is on and it carries the configured codepoint;
  * it must name an existing connection, and its sequence range must lie
  * within [snd_una, snd_nxt) (or be a SYN, SYN-ACK, FIN or pure ACK the
- * socket has sent).  When the notification carries the timestamp of the
+ * socket has sent).  Every segment of such a connection carries its
+ * number of timeouts so far in an experimental TCP option (RFC 6994), which
+ * the notification keeps: it must match, or the notification is from
+ * before the last timeout (the paper's rule).  When the notification
+ * carries the timestamp of the
  * dropped transmission, it must be that of the segment's last
  * transmission: a notification from before a retransmission, or from
  * before a timeout, is stale.  Without timestamps, a notification for a
@@ -49,7 +53,9 @@ struct tcp_fastlane_info {
 	u32	seq;
 	u32	end_seq;	/* counts SYN and FIN */
 	u32	tsval;		/* of the dropped transmission */
+	u16	timeouts;	/* the connection's RTOs when it was sent */
 	bool	has_ts;
+	bool	has_timeouts;
 	bool	syn;
 	bool	ack;
 };
@@ -118,11 +124,14 @@ static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *n
 	}
 	sacked = TCP_SKB_CB(skb)->sacked;
 	if ((sacked & TCPCB_SACKED_ACKED) ||
+	    (nf->has_timeouts && nf->timeouts != tp->total_rto) ||
 	    (nf->has_ts &&
 	     nf->tsval != tcp_skb_timestamp_ts(tp->tcp_usec_ts, skb) + tp->tsoffset) ||
 	    (!nf->has_ts && (sacked & TCPCB_SACKED_RETRANS)) ||
 	    icsk->icsk_ca_state == TCP_CA_Loss) {
-		/* delivered, resent since, or a timeout's recovery owns it */
+		/* delivered, resent since, sent before the last timeout,
+		 * or a timeout's recovery owns it
+		 */
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
 		return;
 	}
@@ -269,6 +278,9 @@ void tcp_fastlane_rcv(struct net *net, struct sock *sk, struct sk_buff *skb,
 	nf.tsval = opt.rcv_tsval;
 	nf.syn = th->syn;
 	nf.ack = th->ack;
+	nf.has_timeouts = tcp_fastlane_parse_timeouts((const u8 *)(th + 1),
+						      th->doff * 4 - sizeof(*th),
+						      &nf.timeouts);
 
 	if (sk->sk_state == TCP_TIME_WAIT) {
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
@@ -290,7 +302,12 @@ void tcp_fastlane_rcv(struct net *net, struct sock *sk, struct sk_buff *skb,
 		struct tcp_sock *tp = tcp_sk(sk);
 		struct tcp_fastlane_deferred *d;
 
-		if (tp->fastlane.n_deferred >= TCP_FASTLANE_DEFERRED_MAX) {
+		/* the timeout count is judged now: a timeout later on
+		 * puts the socket in CA_Loss, where notifications are stale
+		 */
+		if (nf.has_timeouts && nf.timeouts != tp->total_rto) {
+			NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
+		} else if (tp->fastlane.n_deferred >= TCP_FASTLANE_DEFERRED_MAX) {
 			NET_INC_STATS(net, LINUX_MIB_TCPFASTLANELOCKDROPPED);
 		} else {
 			d = &tp->fastlane.deferred[tp->fastlane.n_deferred++];

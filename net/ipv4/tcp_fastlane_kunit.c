@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* KUnit tests of FastLane's host side (include/net/tcp_fastlane.h): how
  * a notification's sequence range is judged against what the socket has
- * in flight, across sequence wraparound, and the per-socket rate limit.
+ * in flight, across sequence wraparound, the per-socket rate limit, and
+ * the parsing of the timeout-count option out of untrusted options.
  */
 
 #include <kunit/test.h>
@@ -72,7 +73,33 @@ static void fastlane_rate_limit(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, tcp_fastlane_within_rate(18, 1));
 }
 
+static void fastlane_timeout_option(struct kunit *test)
+{
+	/* NOP NOP TS(10) NOP NOP EXP(6) FA57 0003 */
+	static const u8 ok[] = { 1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2,
+				 1, 1, 254, 6, 0xfa, 0x57, 0, 3 };
+	/* Fast Open's experimental option: another ExID */
+	static const u8 other[] = { 254, 6, 0xf9, 0x89, 0, 3, 1, 1 };
+	/* a length that runs past the options, and one below 2 */
+	static const u8 past[] = { 1, 254, 9, 0xfa, 0x57, 0, 3 };
+	static const u8 zero[] = { 8, 0, 254, 6, 0xfa, 0x57, 0, 3 };
+	/* after an end-of-options */
+	static const u8 eol[] = { 0, 0, 254, 6, 0xfa, 0x57, 0, 3 };
+	u16 c = 0;
+
+	KUNIT_EXPECT_TRUE(test, tcp_fastlane_parse_timeouts(ok, sizeof(ok), &c));
+	KUNIT_EXPECT_EQ(test, c, 3);
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_parse_timeouts(other, sizeof(other), &c));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_parse_timeouts(past, sizeof(past), &c));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_parse_timeouts(zero, sizeof(zero), &c));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_parse_timeouts(eol, sizeof(eol), &c));
+	/* truncated in the middle of the option */
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_parse_timeouts(ok, sizeof(ok) - 1, &c));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_parse_timeouts(ok, 0, &c));
+}
+
 static struct kunit_case fastlane_tcp_cases[] = {
+	KUNIT_CASE(fastlane_timeout_option),
 	KUNIT_CASE(fastlane_range_in_flight),
 	KUNIT_CASE(fastlane_range_wraps),
 	KUNIT_CASE(fastlane_range_pure_ack),

@@ -503,7 +503,7 @@ class Blocked:
         return [(ts, p, raw) for ts, out, raw in got for p in [parse(raw)]
                 if p and not out and p["dport"] == self.conn.port and tcp_payload_len(p) > 0]
 
-    def notify(self, raw, tsval=None, seq=None, sport=None, count=1):
+    def notify(self, raw, tsval=None, seq=None, sport=None, count=1, timeouts=None):
         """send h1 the notification a switch would make of frame raw"""
         eth = 14
         ip = bytearray(raw[eth:])
@@ -525,6 +525,11 @@ class Blocked:
             ip[ihl + 4:ihl + 8] = struct.pack("!I", seq)
         if sport is not None:
             ip[ihl:ihl + 2] = struct.pack("!H", sport)
+        if timeouts is not None:
+            o = bytes(ip[ihl + 20:ihl + doff])
+            i = o.find(TIMEOUT_OPT)
+            assert i >= 0, "no timeout-count option"
+            ip[ihl + 20 + i + 4:ihl + 20 + i + 6] = struct.pack("!H", timeouts)
         if tsval is not None:
             o = bytes(ip[ihl + 20:ihl + doff])
             i = o.find(bytes([8, 10]))
@@ -558,6 +563,15 @@ def blocked():
         lab.close()
 
 
+# the timeout-count option: kind 254, length 6, ExID 0xFA57, then the count
+TIMEOUT_OPT = bytes([254, 6, 0xfa, 0x57])
+
+
+def timeouts_of(p):
+    i = p["opts"].find(TIMEOUT_OPT)
+    return None if i < 0 else struct.unpack("!H", p["opts"][i + 4:i + 6])[0]
+
+
 def tsval_of(p):
     o = p["opts"]
     i = o.find(bytes([8, 10]))
@@ -580,13 +594,16 @@ def test_spoofed_notifications_are_counted_and_dropped(blocked, v6):
         b.notify(raw0, seq=(p0["seq"] - 100_000) & 0xffffffff)
         # a timestamp this segment was never sent with
         b.notify(raw0, tsval=(tsval_of(p0) - 12345) & 0xffffffff)
+        # from before a timeout this connection never had
+        assert timeouts_of(p0) == 0, "every segment carries the timeout count"
+        b.notify(raw0, timeouts=1)
         time.sleep(0.5)
         n1 = nstat(b.h1)
         d = delta(n0, n1, FL_KEYS)
         print(f"spoofed: {d}")
         assert d["TcpExtTCPFastLaneNoSocket"] == 1
         assert d["TcpExtTCPFastLaneBadSeq"] == 2
-        assert d["TcpExtTCPFastLaneStale"] == 1
+        assert d["TcpExtTCPFastLaneStale"] == 2
         assert d["TcpExtTCPFastLaneNotify"] == 0 and d["TcpExtTCPFastLaneRetrans"] == 0
         # a flood: bounded per round trip, counted, the kernel unharmed
         t, got = b.watch(3)
@@ -646,11 +663,13 @@ def test_sysctl_off_is_stock(blocked):
     """with net.ipv4.tcp_fastlane=0 a notification is a truncated packet
     to IP, as without the patch: dropped and counted as such, TCP never
     sees it"""
+    sh("sysctl -qw net.ipv4.tcp_fastlane=0", ns=blocked.h1)
     b = blocked.connect(False)
-    sh("sysctl -qw net.ipv4.tcp_fastlane=0", ns=b.h1)
     try:
         segs = b.send_and_capture(2 * 1448, 0.6)
         _, p0, raw0 = segs[0]
+        # stock on the wire: no timeout-count option
+        assert timeouts_of(p0) is None
         n0 = nstat(b.h1)
         b.notify(raw0)
         time.sleep(0.3)
