@@ -62,41 +62,47 @@ def fanin_of(kb):
     return max(1, min(WORKERS, TOTAL_KB // kb))
 
 
-def configure(lab, scheme, rate_mbit, aggregator, ports):
-    """the switch ports, and every host's TCP, for one scheme"""
+def configure(lab, scheme, rate_mbit, aggregator, ports, hosts=True):
+    """the switch ports (fresh counters), and every host's TCP, for one
+    scheme"""
+    from fabric import batch, netns, sysctl
     fl = scheme.endswith("fastlane")
     dctcp = scheme.startswith("dctcp")
-    for name, (ns, i) in lab.hosts.items():
-        sh(f"sysctl -qw net.ipv4.tcp_fastlane={int(fl)} net.ipv4.tcp_ecn={1 if dctcp else 2}", ns=ns)
+    # sysctls through setns(2), routes and qdiscs in batches: every
+    # process start costs a second or more in the guest
+    for name, (ns, i) in (lab.hosts.items() if hosts else []):
+        with netns(ns):
+            sysctl("net.ipv4.tcp_fastlane", int(fl))
+            sysctl("net.ipv4.tcp_ecn", 1 if dctcp else 2)
         rto = " rto_min 10ms" if scheme == "tcp-rto10" else ""
-        sh(f"ip route replace default via 10.0.{i}.254{rto}", ns=ns)
-    sh(f"sysctl -qw net.ipv4.tcp_fastlane={int(fl)}", ns=lab.sw)
+        batch("ip", [f"route replace default via 10.0.{i}.254{rto}"], ns)
+    with netns(lab.sw):
+        sysctl("net.ipv4.tcp_fastlane", int(fl))
+    batch("tc", [f"qdisc del dev {dev} root" for dev in ports], lab.sw, force=True)
+    L = []
     for dev in ports:
-        sh(f"{TC} qdisc del dev {dev} root", ns=lab.sw, check=False)
         if dev == aggregator:
-            sh(f"{TC} qdisc add dev {dev} root handle 1: htb default 1", ns=lab.sw)
-            sh(f"{TC} class add dev {dev} parent 1: classid 1:1 htb rate {rate_mbit}mbit ceil {rate_mbit}mbit",
-               ns=lab.sw)
+            L.append(f"qdisc add dev {dev} root handle 1: htb default 1")
+            L.append(f"class add dev {dev} parent 1: classid 1:1 htb rate {rate_mbit}mbit ceil {rate_mbit}mbit")
             parent = "parent 1:1 handle 10:"
         else:
             parent = "root"
         if fl:
             ce = f" ce_threshold {K_BYTES}" if dctcp else ""
-            sh(f"{TC} qdisc add dev {dev} {parent} fastlane limit {BUFFER} rate {rate_mbit}mbit{ce}",
-               ns=lab.sw)
+            L.append(f"qdisc add dev {dev} {parent} fastlane limit {BUFFER} rate {rate_mbit}mbit{ce}")
         elif dctcp:
-            sh(f"{TC} qdisc add dev {dev} {parent} red limit {BUFFER} min {K_BYTES} max {K_BYTES + 1500}"
-               f" avpkt 1500 burst {K_BYTES // 1500 + 1} probability 1.0 ecn bandwidth {rate_mbit}mbit",
-               ns=lab.sw)
+            L.append(f"qdisc add dev {dev} {parent} red limit {BUFFER} min {K_BYTES} max {K_BYTES + 1500}"
+                     f" avpkt 1500 burst {K_BYTES // 1500 + 1} probability 1.0 ecn bandwidth {rate_mbit}mbit")
         else:
-            sh(f"{TC} qdisc add dev {dev} {parent} bfifo limit {BUFFER}", ns=lab.sw)
+            L.append(f"qdisc add dev {dev} {parent} bfifo limit {BUFFER}")
+    batch("tc", L, lab.sw)
 
 
 def port_stats(lab, ports):
     out = {}
+    qs = json.loads(sh(f"{TC} -s -j qdisc show", ns=lab.sw))
     for dev in ports:
-        qs = json.loads(sh(f"{TC} -s -j qdisc show dev {dev}", ns=lab.sw))
-        leaf = [q for q in qs if q["kind"] in ("fastlane", "red", "bfifo")]
+        leaf = [q for q in qs if q.get("dev") == dev and q["kind"] in ("fastlane", "red", "bfifo")]
         if leaf:
             q = leaf[0]
             out[dev] = {k: q.get(k, 0) for k in ("kind", "bytes", "packets", "drops", "nf_generated",
@@ -109,9 +115,12 @@ def netstat(lab):
     keys = ("TCPFastLaneNotify", "TCPFastLaneRetrans", "TCPFastLaneStale", "TCPFastLaneBadSeq",
             "TCPFastLaneRateLimited", "TCPFastLaneLockDropped", "TCPTimeouts", "TCPLossProbes",
             "TCPSackRecovery")
+    from fabric import netns
     tot = dict.fromkeys(keys, 0)
     for name, (ns, _) in lab.hosts.items():
-        lines = sh("cat /proc/net/netstat", ns=ns).splitlines()
+        with netns(ns):
+            with open("/proc/thread-self/net/netstat") as f:
+                lines = f.read().splitlines()
         for a, b in zip(lines[::2], lines[1::2]):
             if a.startswith("TcpExt:"):
                 for k, v in zip(a.split()[1:], b.split()[1:]):
@@ -221,7 +230,7 @@ def guest_main(a):
                 time.sleep(1)
                 for load in [x for x in LOADS if a.loads is None or x in a.loads]:
                     n0 = netstat(lab)
-                    configure(lab, scheme, rate, "agg", ports)      # fresh counters
+                    configure(lab, scheme, rate, "agg", ports, hosts=False)  # fresh counters
                     t0 = time.time()
                     flows = run_pa(lab, scheme, rate, load, a.duration, workers, longs, seed=11)
                     el = time.time() - t0
@@ -248,7 +257,7 @@ def guest_main(a):
                 time.sleep(1)
                 for n in INCAST_N:
                     n0 = netstat(lab)
-                    configure(lab, scheme, rate, "agg", ports)
+                    configure(lab, scheme, rate, "agg", ports, hosts=False)
                     r = run_incast(lab, scheme, n, a.incast_queries, workers, seed=5)
                     r.update(scheme=scheme, n=n, ports=port_stats(lab, ports),
                              netstat={k: v - n0[k] for k, v in netstat(lab).items()})

@@ -60,13 +60,16 @@ def run(argv, input=None, check=True, timeout=300):
     return p.stdout
 
 
-def batch(tool, lines, ns=None):
-    """run many ip/tc/bridge commands in one process (-force: report all errors)"""
+def batch(tool, lines, ns=None, force=False):
+    """run many ip/tc/bridge commands in one process; force: go on past
+    errors (and ignore them)"""
     if not lines:
         return ""
     if tool == "tc":        # the project's tc (fastlane, htb ecn_mode) when set
         tool = os.environ.get("DCNET_TC", "tc")
-    argv = [tool] + (["-n", ns] if ns else []) + ["-batch", "-"]
+    argv = [tool] + (["-n", ns] if ns else []) + (["-force"] if force else []) + ["-batch", "-"]
+    if force:
+        return subprocess.run(argv, input="\n".join(lines) + "\n", capture_output=True, text=True).stdout
     return run(argv, input="\n".join(lines) + "\n")
 
 
