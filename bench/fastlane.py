@@ -245,7 +245,7 @@ def guest_main(a):
         finally:
             lab.close()
     if a.only in (None, "incast"):
-        nmax = max(INCAST_N)
+        nmax = max(a.incast_n or INCAST_N)
         workers = [f"w{i}" for i in range(nmax)]
         lab = Lab(["agg"] + workers, prefix="i")
         ports = list(lab.hosts)
@@ -255,7 +255,7 @@ def guest_main(a):
                 configure(lab, scheme, rate, "agg", ports)
                 servers(lab, workers, [5001], cc)
                 time.sleep(1)
-                for n in INCAST_N:
+                for n in a.incast_n or INCAST_N:
                     n0 = netstat(lab)
                     configure(lab, scheme, rate, "agg", ports, hosts=False)
                     r = run_incast(lab, scheme, n, a.incast_queries, workers, seed=5)
@@ -438,6 +438,8 @@ def host_main(a):
         cmd += ["--only", a.only]
     if a.loads:
         cmd += ["--loads", ",".join(str(x) for x in a.loads)]
+    if a.incast_n:
+        cmd += ["--incast-n", ",".join(str(x) for x in a.incast_n)]
     rc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "vmrun.py"), "--kernel", a.kernel,
                          "--out", out, "--timeout", "5400", "--"] + cmd).returncode
     with open(os.path.join(out, "guest.log"), errors="replace") as f:
@@ -465,6 +467,8 @@ def main():
     ap.add_argument("--rate-mbit", type=int, default=0,
                     help="the aggregator port's rate; 0 (default): measure the guest and scale to it")
     ap.add_argument("--incast-queries", type=int, default=20)
+    ap.add_argument("--incast-n", type=lambda s: [int(x) for x in s.split(",")], default=None,
+                    help="incast sender counts (default 8,16,32,48,80)")
     a = ap.parse_args()
     (guest_main if a.guest else host_main)(a)
 
