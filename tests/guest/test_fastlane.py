@@ -28,6 +28,10 @@ ETH_P_ALL = 0x0003
 # NOP NOP timestamps: options a notification must keep
 TCP_OPTS = bytes([1, 1, 8, 10, 0, 0, 0x12, 0x34, 0, 0, 0, 0])
 PAYLOAD = 1000
+# The port under test drains a 1066-byte frame in 85 ms: slower than
+# python writes a burst even in the debug guest (at 1 Mbit/s there, the
+# port drained the burst about as fast as it came and hardly dropped)
+SLOW = "100kbit"
 
 
 def csum(data):
@@ -95,7 +99,7 @@ class Port:
     """h1 -- sw -- h2; the port sw:h2 (device "h2" in sw) is the FastLane
     port under test, shaped by HTB so that it queues and drops."""
 
-    def __init__(self, lab, bridged=False, rate="1mbit", fl="limit 6000 rate 1mbit"):
+    def __init__(self, lab, bridged=False, rate=SLOW, fl=f"limit 6000 rate {SLOW}"):
         self.lab = lab
         self.sw = self.lab.sw
         if bridged:
@@ -118,7 +122,7 @@ class Port:
             sh(f"ping -c1 -W5 {'-6 ' if v6 else ''}{self.addrs[v6][1]} >/dev/null", ns=self.lab.ns("h1"))
         self.reset(rate, fl)
 
-    def reset(self, rate="1mbit", fl="limit 6000 rate 1mbit"):
+    def reset(self, rate=SLOW, fl=f"limit 6000 rate {SLOW}"):
         """a fresh port (counters at zero): HTB at rate over fastlane fl"""
         tc("qdisc del dev h2 root", self.sw, check=False)
         tc("qdisc add dev h2 root handle 1: htb default 1", self.sw)
@@ -239,7 +243,7 @@ def test_configuration_round_trip_and_errors(routed):
 def test_each_drop_yields_one_notification(routed, lab_factory, v6, bridged):
     port = Port(lab_factory(["h1", "h2"], prefix="fb"), bridged=True) if bridged else routed.reset()
     seqs = [1000 + i * PAYLOAD for i in range(40)]
-    t, got = port.capture(6)
+    t, got = port.capture(8)
     time.sleep(0.3)
     iplen = port.burst(v6, seqs)
     t.join()
@@ -297,23 +301,24 @@ def test_caps_hold_under_a_notification_storm(routed):
     """notifications from elsewhere flood a port whose data queue never
     empties: they use at most nf_rate (plus the bucket), the notification
     queue never exceeds nf_limit, the excess is dropped and counted"""
-    # 1 Mbit/s port: nf_rate 1250 B/s, nf_limit 2.5% of 64 KB = 1638 B
-    port = routed.reset(rate="1mbit", fl="limit 64kb rate 1mbit")
+    # 100 kbit/s port: nf_rate 125 B/s, nf_limit 2.5% of 64 KB = 1638 B;
+    # 64 KB of data take 5 s to drain, so data waits through the storm
+    port = routed.reset(rate=SLOW, fl=f"limit 64kb rate {SLOW}")
     t0 = time.time()
-    # keep data queued for the whole storm: 64 KB drain in 0.5 s
+    # keep data queued for the whole storm (each round refills it)
     for k in range(8):
         port.burst(False, range(k * 100000, k * 100000 + 50 * PAYLOAD, PAYLOAD), sport=41000)
         port.burst(False, range(300), tos=DSCP << 2, payload=0)
         time.sleep(0.25)
-    elapsed = time.time() - t0
     st = port.stats()
+    elapsed = time.time() - t0          # up to when the counters were read
     print(f"storm over {elapsed:.1f} s: {st}")
     assert st["nf_queued"] > 0 and st["nf_cap_drops"] > 1000
     assert st["nf_backlog_max"] <= 1638
     # within the rate cap while data waited, and idle sends only with the
     # data queue empty: at most rate * time + the bucket, generously
     capped = st["nf_bytes"] - st["nf_sent_idle"] * 66
-    assert capped <= 1250 * elapsed + 1638 + 66 * 4, st
+    assert capped <= 125 * elapsed + 1638 + 66 * 4, st
     assert st["drops"] >= st["nf_cap_drops"]
 
 
@@ -416,7 +421,8 @@ def test_drops_are_notified_and_exactly_those_bytes_resent(routed, v6):
     """a real flow through a FastLane port with a small buffer: every drop
     reaches the sender as one notification, and the sender resends exactly
     the notified bytes, soon after"""
-    port = routed.reset(rate="2mbit", fl="limit 8000 rate 2mbit")
+    # slower than the debug guest's sender manages (1.2-1.5 Mbit/s)
+    port = routed.reset(rate="500kbit", fl="limit 8000 rate 500kbit")
     h1 = port.lab.ns("h1")
     sh("sysctl -qw net.ipv4.tcp_fastlane=1", ns=h1)
     before = nstat(h1)
@@ -424,7 +430,7 @@ def test_drops_are_notified_and_exactly_those_bytes_resent(routed, v6):
     done = threading.Event()
     t, got = sniff(h1, "eth0", 120, stop=done)
     time.sleep(0.3)
-    data = b"x" * 300_000
+    data = b"x" * 150_000
     conn.c.sendall(data)
     conn.c.shutdown(socket.SHUT_WR)
     conn.close()            # the receiver has read everything
@@ -449,7 +455,7 @@ def test_drops_are_notified_and_exactly_those_bytes_resent(routed, v6):
     assert d["TcpExtTCPFastLaneNoSocket"] == 0
     assert d["TcpExtTCPFastLaneNotify"] > 0.5 * len(nfs) and d["TcpExtTCPFastLaneRetrans"] > 0
     # every notification taken was answered by a retransmission of exactly
-    # its bytes, within half a second (the debug guest is slow)
+    # its bytes, within a second (the debug guest is slow)
     answered = 0
     for ts, n in nfs:
         n_len = tcp_payload_len(n)
@@ -457,7 +463,7 @@ def test_drops_are_notified_and_exactly_those_bytes_resent(routed, v6):
         if resent:
             t2, p = resent[0]
             assert p["iplen"] - (40 if v6 else 20) - 20 - len(p["opts"]) == n_len
-            if t2 - ts < 0.5:
+            if t2 - ts < 1.0:
                 answered += 1
     assert answered >= d["TcpExtTCPFastLaneNotify"] * 0.9, (answered, d)
 
@@ -582,7 +588,7 @@ def tsval_of(p):
 def test_spoofed_notifications_are_counted_and_dropped(blocked, v6):
     b = blocked.connect(v6)
     try:
-        segs = b.send_and_capture(4 * 1448, 1.0)
+        segs = b.send_and_capture(4 * 1448, 1.5)
         assert len(segs) >= 2, "no data in flight"
         ts0, p0, raw0 = segs[0]
         n0 = nstat(b.h1)
@@ -631,7 +637,7 @@ def test_valid_notification_resends_those_bytes_at_once(blocked, v6):
     notification again, after the retransmission, is stale"""
     b = blocked.connect(v6)
     try:
-        segs = b.send_and_capture(4 * 1448, 0.6)
+        segs = b.send_and_capture(4 * 1448, 1.5)
         assert len(segs) >= 2
         ts0, p1, raw1 = segs[1]          # not the lowest: still resent
         n0 = nstat(b.h1)
@@ -666,7 +672,7 @@ def test_sysctl_off_is_stock(blocked):
     sh("sysctl -qw net.ipv4.tcp_fastlane=0", ns=blocked.h1)
     b = blocked.connect(False)
     try:
-        segs = b.send_and_capture(2 * 1448, 0.6)
+        segs = b.send_and_capture(2 * 1448, 1.5)
         _, p0, raw0 = segs[0]
         # stock on the wire: no timeout-count option
         assert timeouts_of(p0) is None
