@@ -25,6 +25,7 @@ from netlab import sh
 TC = os.environ.get("DCNET_TC", "tc")
 DSCP = 45
 ETH_P_ALL = 0x0003
+SO_RCVBUFFORCE = 33
 # NOP NOP timestamps: options a notification must keep
 TCP_OPTS = bytes([1, 1, 8, 10, 0, 0, 0x12, 0x34, 0, 0, 0, 0])
 PAYLOAD = 1000
@@ -152,25 +153,7 @@ class Port:
 
     def capture(self, seconds):
         """what h1's eth0 receives for a while: start it, then send"""
-        with netns(self.lab.ns("h1")):
-            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-            s.bind(("eth0", 0))
-        s.settimeout(0.2)
-        got = []
-
-        def run():
-            end = time.time() + seconds
-            while time.time() < end:
-                try:
-                    pkt, addr = s.recvfrom(65535)
-                except socket.timeout:
-                    continue
-                if addr[2] != socket.PACKET_OUTGOING:
-                    got.append(pkt)
-            s.close()
-        t = threading.Thread(target=run)
-        t.start()
-        return t, got
+        return sniff(self.lab.ns("h1"), "eth0", seconds)
 
 
 def tc(args, ns, check=True):
@@ -183,8 +166,9 @@ def tc_fails(args, ns):
     return p.stderr
 
 
-def notifications(pkts):
-    return [p for p in map(parse, pkts) if p and p["dscp"] == DSCP]
+def notifications(frames):
+    """the notifications among frames received, as sniff() returns them"""
+    return [p for _, out, raw in frames if not out for p in [parse(raw)] if p and p["dscp"] == DSCP]
 
 
 @pytest.fixture(scope="module")
@@ -394,6 +378,10 @@ def sniff(ns, dev, seconds, stop=None):
     is set), with the time and the direction (True: outgoing)"""
     with netns(ns):
         s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        # a flight of full-size frames overflows the default buffer
+        # while python reads one frame at a time: lost frames would read
+        # as missing notifications
+        s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 64 << 20)
         s.bind((dev, 0))
     s.settimeout(0.2)
     got = []
