@@ -65,6 +65,27 @@ def parse_fulllog(path):
                 cdf=[[q(p) if p < 1 else rtts[-1], p] for p in ps])
 
 
+def wait_listening(fab, node, ports, timeout=30.0):
+    """Wait until every TCP port in ports listens in node's namespace (a
+    fixed sleep is not enough in the debug guest, where starting a
+    process in a namespace takes seconds).  Returns the ports that never
+    listened."""
+    want = set(ports)
+    end = time.time() + timeout
+    while want and time.time() < end:
+        o = subprocess.run(["ss", "-N", fab.ns(node), "-ltnH"], capture_output=True, text=True).stdout
+        for line in o.splitlines():
+            f = line.split()
+            if len(f) >= 4:
+                try:
+                    want.discard(int(f[3].rsplit(":", 1)[1]))
+                except (IndexError, ValueError):
+                    pass
+        if want:
+            time.sleep(0.1)
+    return want
+
+
 def iperf_record(flow, out, duration):
     rec = dict(id=flow["id"], src=flow["src"], dst=flow["dst"], kind=flow["kind"], bytes=0,
                duration_s=float(duration), tput_bps=None, fct_us=None, intervals_bps=[],
@@ -107,7 +128,16 @@ def run_one(fab, scheme, wl, flows, exp):
     if exp.get("rtt_probe", True):
         fab.spawn(hosts[-1], ["sockperf", "server", "--tcp", "-i", "0.0.0.0", "-p", str(SOCKPERF_PORT)],
                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(1.5 + 0.05 * len(flows))
+    listen = {}
+    for f in flows:
+        listen.setdefault(f["dst"], set()).add(int(f["port"]))
+    if exp.get("rtt_probe", True):
+        listen.setdefault(hosts[-1], set()).add(SOCKPERF_PORT)
+    for node, ports in listen.items():
+        missing = wait_listening(fab, node, ports)
+        if missing:
+            print(f"run: {node} is not listening on {sorted(missing)} after 30 s", flush=True)
+    time.sleep(0.2)
     t_cpu0 = cpu_busy()
     clients = []
     for f in flows:
@@ -118,7 +148,7 @@ def run_one(fab, scheme, wl, flows, exp):
     if exp.get("rtt_probe", True):
         time.sleep(1.0)
         probe = fab.spawn(hosts[0], ["sockperf", "ping-pong", "--tcp", "-i", fab.ip(hosts[-1]),
-                                     "-p", str(SOCKPERF_PORT), "-t", str(max(1, int(duration) - 2)),
+                                     "-p", str(SOCKPERF_PORT), "-t", str(max(2, int(duration) - 2)),
                                      "-m", "64", "--mps", str(exp.get("rtt_probe_mps", 500)), "--full-log", log])
     subflows = None
     if mptcp and flows:
@@ -150,11 +180,14 @@ def run_one(fab, scheme, wl, flows, exp):
     rtt = None
     if probe:
         try:
-            probe.communicate(timeout=60)
+            _o, perr = probe.communicate(timeout=60)
         except subprocess.TimeoutExpired:
             probe.kill()
-            probe.communicate()
+            _o, perr = probe.communicate()
         rtt = parse_fulllog(log)
+        if rtt is None:
+            print(f"run: the sockperf probe logged no RTT (exit {probe.returncode}): {(perr or '')[-400:]}",
+                  flush=True)
     tot, idle = t_cpu1[0] - t_cpu0[0], t_cpu1[1] - t_cpu0[1]
     return dict(scheme=scheme["name"], workload=wl["name"], duration_s=float(duration), flows=recs,
                 mptcp_subflows=subflows,

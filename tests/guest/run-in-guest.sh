@@ -6,7 +6,7 @@
 out=${DCNET_OUT:?}
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 rc=0
-python -m pytest -p no:cacheprovider -v -rfEs tests/guest --junitxml="$out/guest-junit.xml" || rc=1
+python -m pytest -p no:cacheprovider -v -rfEs --durations=40 tests/guest --junitxml="$out/guest-junit.xml" || rc=1
 # tcp_d2tcp_kunit compares D2TCP with DCTCP: both must be loadable.
 modprobe tcp_dctcp || rc=1
 for m in tcp_d2tcp_kunit sch_htb_ecn_kunit sch_fastlane_kunit tcp_fastlane_kunit; do
