@@ -79,7 +79,7 @@ def parse(pkt):
                     src=socket.inet_ntoa(ip[12:16]), dst=socket.inet_ntoa(ip[16:20]),
                     sport=struct.unpack("!H", tcp[0:2])[0], dport=struct.unpack("!H", tcp[2:4])[0],
                     seq=struct.unpack("!I", tcp[4:8])[0], opts=tcp[20:(tcp[12] >> 4) * 4],
-                    caplen=len(ip))
+                    flags=tcp[13], caplen=len(ip))
     if et == 0x86dd:
         ip = pkt[14:]
         if ip[6] != 6:
@@ -92,7 +92,7 @@ def parse(pkt):
                     dst=socket.inet_ntop(socket.AF_INET6, ip[24:40]),
                     sport=struct.unpack("!H", tcp[0:2])[0], dport=struct.unpack("!H", tcp[2:4])[0],
                     seq=struct.unpack("!I", tcp[4:8])[0], opts=tcp[20:(tcp[12] >> 4) * 4],
-                    caplen=len(ip))
+                    flags=tcp[13], caplen=len(ip))
     return None
 
 
@@ -497,8 +497,9 @@ class Blocked:
         return [(ts, p, raw) for ts, out, raw in got for p in [parse(raw)]
                 if p and not out and p["dport"] == self.conn.port and tcp_payload_len(p) > 0]
 
-    def notify(self, raw, tsval=None, seq=None, sport=None, count=1, timeouts=None):
-        """send h1 the notification a switch would make of frame raw"""
+    def notify(self, raw, tsval=None, seq=None, sport=None, count=1, timeouts=None, to="h1"):
+        """send host `to` (h1, the source of raw) the notification a switch
+        would make of frame raw"""
         eth = 14
         ip = bytearray(raw[eth:])
         if self.v6:
@@ -529,10 +530,10 @@ class Blocked:
             i = o.find(bytes([8, 10]))
             assert i >= 0, "no timestamp option"
             ip[ihl + 20 + i + 2:ihl + 20 + i + 6] = struct.pack("!I", tsval)
-        fr = self.h1_mac + self.sw_mac + raw[12:14] + bytes(ip)
+        fr = mac(self.lab.ns(to), "eth0") + mac(self.lab.sw, to) + raw[12:14] + bytes(ip)
         with netns(self.lab.sw):
             s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-            s.bind(("h1", 0))
+            s.bind((to, 0))
             for _ in range(count):
                 s.send(fr)
             s.close()
@@ -673,3 +674,200 @@ def test_sysctl_off_is_stock(blocked):
     finally:
         sh("sysctl -qw net.ipv4.tcp_fastlane=1", ns=b.h1)
         b.release()
+
+
+def offset(p, p0):
+    return (p["seq"] - p0["seq"]) & 0xffffffff
+
+
+def latest(frames):
+    """the last copy of each sequence number among (ts, p, raw) frames:
+    the one a notification must name"""
+    last = {}
+    for ts, p, raw in frames:
+        last[p["seq"]] = (ts, p, raw)
+    return [last[k] for k in sorted(last, key=lambda q: last[q][0])]
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_no_new_data_while_recovering(blocked, v6):
+    """Algorithm 1: data the application writes after a notification has
+    started a recovery waits for the end of that recovery, although the
+    window has room for it (stock Linux, PRR, would send it); once the
+    lost segments are delivered the recovery ends and the data goes"""
+    b = blocked.connect(v6)
+    try:
+        segs = b.send_and_capture(4 * 1448, 1.5)
+        assert len(segs) >= 4, "no flight in flight"
+        _, p0, raw0 = segs[0]
+        top = max(offset(p, p0) + tcp_payload_len(p) for _, p, _ in segs)
+        n0 = nstat(b.h1)
+        t, got = b.watch(2.0)
+        time.sleep(0.2)
+        b.notify(latest([s_ for s_ in segs if s_[1]["seq"] == p0["seq"]])[0][2])
+        time.sleep(0.3)
+        b.conn.c.send(b"z" * 4 * 1448)
+        t.join()
+        d = delta(n0, nstat(b.h1), FL_KEYS + ["TcpExtTCPTimeouts"])
+        data = [(ts, p, raw) for ts, out, raw in got for p in [parse(raw)]
+                if p and not out and p["dport"] == b.conn.port and tcp_payload_len(p) > 0]
+        new = [offset(p, p0) for _, p, _ in data if offset(p, p0) >= top]
+        print(f"recovering: {d}, {len(data)} data frames, beyond snd_nxt at entry: {new}")
+        assert d["TcpExtTCPFastLaneNotify"] == 1 and d["TcpExtTCPFastLaneRetrans"] == 1
+        assert d["TcpExtTCPTimeouts"] == 0
+        assert any(p["seq"] == p0["seq"] for _, p, _ in data), "the notified segment was not resent"
+        assert new == [], "new data was sent while recovering"
+        # open the path and notify the latest copy of every segment in
+        # flight: they are delivered, the recovery ends, the held data goes
+        tc("qdisc del dev h2 root", b.lab.sw)
+        t, got2 = b.watch(3.0)
+        time.sleep(0.2)
+        for _, p, raw in latest(segs + data):
+            b.notify(raw)
+        end = time.time() + 10
+        while b.conn.received < 8 * 1448 and time.time() < end:
+            time.sleep(0.1)
+        t.join()
+        after = [offset(p, p0) for ts, out, raw in got2 for p in [parse(raw)]
+                 if p and not out and p["dport"] == b.conn.port and tcp_payload_len(p) > 0
+                 and offset(p, p0) >= top]
+        print(f"after: received {b.conn.received}, new data at offsets {sorted(set(after))}")
+        assert b.conn.received == 8 * 1448, "the held data never went"
+        assert after, "the held data went, but not after the recovery"
+    finally:
+        b.release()
+
+
+def first(frames, pred):
+    for ts, out, raw in list(frames):
+        p = parse(raw)
+        if p and not out and pred(p):
+            return ts, p, raw
+    return None
+
+
+def wait_for(frames, pred, seconds):
+    end = time.time() + seconds
+    while time.time() < end:
+        f = first(frames, pred)
+        if f:
+            return f
+        time.sleep(0.005)
+    return None
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_syn_and_fin_are_resent_at_once(blocked, v6):
+    """a notification for a SYN in SYN_SENT resends it at once, long
+    before its 1 s timer; one for a FIN in flight resends the FIN"""
+    b = blocked
+    b.release()
+    b.v6 = v6
+    b.port += 1
+    port = b.port
+    fam = socket.AF_INET6 if v6 else socket.AF_INET
+    dst = b.lab.ip("h2", v6)
+    tc("qdisc del dev h2 root", b.lab.sw, check=False)
+    tc("qdisc add dev h2 root netem loss 100%", b.lab.sw)
+    with netns(b.lab.ns("h2")):
+        ls = socket.socket(fam, socket.SOCK_STREAM)
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind((dst, port))
+        ls.listen(4)
+    with netns(b.h1):
+        c = socket.socket(fam, socket.SOCK_STREAM)
+    c.setblocking(False)
+    try:
+        n0 = nstat(b.h1)
+        t, got = b.watch(2.0)
+        time.sleep(0.2)
+        c.connect_ex((dst, port))
+        syn = wait_for(got, lambda p: p["dport"] == port and p["flags"] & 0x12 == 0x02, 0.9)
+        assert syn, "no SYN seen"
+        t_syn, p_syn, raw_syn = syn
+        t_nf = time.time()
+        b.notify(raw_syn)
+        t.join()
+        d = delta(n0, nstat(b.h1), FL_KEYS)
+        again = [ts for ts, out, raw in got for p in [parse(raw)]
+                 if p and not out and p["dport"] == port and p["flags"] & 0x12 == 0x02
+                 and p["seq"] == p_syn["seq"] and ts > t_syn]
+        print(f"SYN: {d}, notified {t_nf - t_syn:.3f} s after it, resent after"
+              f" {[round(ts - t_syn, 3) for ts in again]} s")
+        assert d["TcpExtTCPFastLaneNotify"] == 1 and d["TcpExtTCPFastLaneCtlResend"] == 1, d
+        assert again and again[0] - t_syn < 0.9, "the SYN was not resent before its timer"
+    finally:
+        c.close()
+        ls.close()
+    # a FIN: on a connection whose data path is blocked, after its tail
+    # loss probe (which resends the FIN) has been and gone
+    b.connect(v6)
+    try:
+        t, got = b.watch(1.5)
+        time.sleep(0.2)
+        b.conn.c.shutdown(socket.SHUT_WR)
+        t.join()
+        fins = [(ts, p, raw) for ts, out, raw in got for p in [parse(raw)]
+                if p and not out and p["dport"] == b.conn.port and p["flags"] & 0x01]
+        assert fins, "no FIN seen"
+        n0 = nstat(b.h1)
+        t, got = b.watch(1.0)
+        time.sleep(0.2)
+        t_nf = time.time()
+        b.notify(fins[-1][2])
+        t.join()
+        d = delta(n0, nstat(b.h1), FL_KEYS)
+        again = [ts - t_nf for ts, out, raw in got for p in [parse(raw)]
+                 if p and not out and p["dport"] == b.conn.port and p["flags"] & 0x01 and ts >= t_nf]
+        print(f"FIN: {d}, resent {again}")
+        assert d["TcpExtTCPFastLaneNotify"] == 1 and d["TcpExtTCPFastLaneRetrans"] == 1, d
+        assert again, "the FIN was not resent"
+    finally:
+        b.release()
+
+
+def test_synack_is_resent_at_once(blocked):
+    """a notification for the SYN-ACK of a request socket resends it at
+    once, long before its 1 s timer"""
+    b = blocked
+    b.release()
+    b.v6 = False
+    b.port += 1
+    port = b.port
+    h2 = b.lab.ns("h2")
+    dst = b.lab.ip("h2")
+    sh("sysctl -qw net.ipv4.tcp_fastlane=1", ns=h2)
+    tc("qdisc del dev h2 root", b.lab.sw, check=False)
+    tc("qdisc add dev h1 root netem loss 100%", b.lab.sw)
+    with netns(h2):
+        ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind((dst, port))
+        ls.listen(4)
+    with netns(b.h1):
+        c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    c.setblocking(False)
+    try:
+        n0 = nstat(h2)
+        t, got = sniff(b.lab.sw, "h2", 2.0)
+        time.sleep(0.2)
+        c.connect_ex((dst, port))
+        sa = wait_for(got, lambda p: p["sport"] == port and p["flags"] & 0x12 == 0x12, 0.9)
+        assert sa, "no SYN-ACK seen"
+        t_sa, p_sa, raw_sa = sa
+        t_nf = time.time()
+        b.notify(raw_sa, to="h2")
+        t.join()
+        d = delta(n0, nstat(h2), FL_KEYS)
+        again = [ts for ts, out, raw in got for p in [parse(raw)]
+                 if p and not out and p["sport"] == port and p["flags"] & 0x12 == 0x12
+                 and p["seq"] == p_sa["seq"] and ts > t_sa]
+        print(f"SYN-ACK: {d}, notified {t_nf - t_sa:.3f} s after it, resent after"
+              f" {[round(ts - t_sa, 3) for ts in again]} s")
+        assert d["TcpExtTCPFastLaneNotify"] == 1 and d["TcpExtTCPFastLaneCtlResend"] == 1, d
+        assert again and again[0] - t_sa < 0.9, "the SYN-ACK was not resent before its timer"
+    finally:
+        c.close()
+        ls.close()
+        tc("qdisc del dev h1 root", b.lab.sw, check=False)
+        sh("sysctl -qw net.ipv4.tcp_fastlane=0", ns=h2)
