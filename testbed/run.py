@@ -15,7 +15,8 @@ workloads to run under each:
      "schemes": [{"name": "optimal", "topology": {"kind": "single"}, "mode": "ecmp"},
                  {"name": "ecmp", "mode": "ecmp"},
                  {"name": "mptcp", "mode": "mptcp", "subflows": 8}],
-     "workloads": [{"name": "stride", "stride": 8}, {"name": "bijection", "seed": 1}],
+     "workloads": [{"name": "stride", "stride": 8}, {"name": "bijection", "seed": 1},
+                   {"name": "stride", "with": [{"name": "mice", "count": 20}]}],
      "duration_s": 10,
      "sysctls": {"net.ipv4.tcp_congestion_control": "cubic"},
      "rtt_probe": true,
@@ -23,8 +24,13 @@ workloads to run under each:
                 {"at_s": 6, "node": "l1", "port": "s1", "action": "up"},
                 {"at_s": 3, "node": "l1", "port": "s2", "action": "degrade", "mbit": 1}]}
 
-A scheme's "topology" overrides fields of the experiment's.  Elephants
-run as iperf3 (under mptcpize for MPTCP), the RTT probe as a sockperf
+A workload's "with" lists workloads run alongside it in the same run
+(Presto's mice next to elephants: {"name": "stride", "with": [{"name":
+"mice"}]}).  A scheme's "topology" overrides fields of the experiment's.  Elephants
+run as iperf3 (under mptcpize for MPTCP); sized flows (shuffle, mice,
+websearch, datamining, partagg) as one `dltraffic sched` per sending host
+(testbed/tools), each flow an upload on its own connection at its start
+time, FCT measured by the sender; the RTT probe as a sockperf
 TCP ping-pong between the first host and the last, at rtt_probe_mps
 messages per second (default 500: an unpaced ping-pong spins a vCPU).
 """
@@ -43,6 +49,8 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 SOCKPERF_PORT = 11111
+SIZED_PORT = 5301           # one dltraffic server per receiving host
+DLTRAFFIC = os.path.join(HERE, "tools", "dltraffic")
 
 
 def cpu_busy():
@@ -107,6 +115,29 @@ def iperf_record(flow, out, duration):
     return rec
 
 
+def sized_schedules(fab, flows):
+    """per sending host, the `dltraffic sched` lines of its sized flows:
+    at their start times, or (a shuffle) one after the other"""
+    per = {}
+    for f in flows:
+        at = "+" if f.get("start_s") is None else str(int(f["start_s"] * 1e6))
+        per.setdefault(f["src"], []).append((f.get("start_s") or 0, f.get("order", 0),
+                                             f"{f['id']} {fab.ip(f['dst'])}:{SIZED_PORT} {int(f['bytes'])} {at}"))
+    return {h: "\n".join(x[2] for x in sorted(v)) + "\n" for h, v in per.items()}
+
+
+def sized_record(flow, res):
+    rec = dict(id=flow["id"], src=flow["src"], dst=flow["dst"], kind=flow["kind"], bytes=0,
+               duration_s=0.0, tput_bps=None, fct_us=None, intervals_bps=[],
+               deadline_us=None, met_deadline=None)
+    if res:
+        rec["bytes"] = int(res["bytes"])
+        rec["fct_us"] = float(res["fct_us"])
+        rec["duration_s"] = rec["fct_us"] / 1e6
+        rec["tput_bps"] = rec["bytes"] * 8 / max(rec["duration_s"], 1e-6)
+    return rec
+
+
 def run_one(fab, scheme, wl, flows, exp):
     duration = exp.get("duration_s", 10)
     mptcp = fab.mode == "mptcp"
@@ -119,7 +150,12 @@ def run_one(fab, scheme, wl, flows, exp):
                     sysctl(k, v)
                 if mptcp:
                     sysctl("net.mptcp.enabled", 1)
+    sized = [f for f in flows if f.get("bytes")]
+    flows = [f for f in flows if not f.get("bytes")]
     servers = []
+    for dst in dict.fromkeys(f["dst"] for f in sized):
+        servers.append(fab.spawn(dst, wrap + [DLTRAFFIC, "server", "-p", str(SIZED_PORT)],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     for f in flows:
         servers.append(fab.spawn(f["dst"], wrap + ["iperf3", "-s", "-1", "-p", str(f["port"])],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
@@ -131,6 +167,8 @@ def run_one(fab, scheme, wl, flows, exp):
     listen = {}
     for f in flows:
         listen.setdefault(f["dst"], set()).add(int(f["port"]))
+    for f in sized:
+        listen.setdefault(f["dst"], set()).add(SIZED_PORT)
     if exp.get("rtt_probe", True):
         listen.setdefault(hosts[-1], set()).add(SOCKPERF_PORT)
     for node, ports in listen.items():
@@ -144,6 +182,12 @@ def run_one(fab, scheme, wl, flows, exp):
         clients.append((f, fab.spawn(f["src"], wrap + ["iperf3", "-c", fab.ip(f["dst"]), "-p", str(f["port"]),
                                                        "-t", str(duration), "-i", "0.5", "-J",
                                                        "--get-server-output"])))
+    scheds = []
+    for src, lines in sized_schedules(fab, sized).items():
+        p = fab.spawn(src, wrap + [DLTRAFFIC, "sched", "-p", str(SIZED_PORT)], stdin=subprocess.PIPE)
+        p.stdin.write(lines)
+        p.stdin.close()
+        scheds.append(p)
     log = f"/tmp/testbed-sockperf-{os.getpid()}.csv"
     if exp.get("rtt_probe", True):
         time.sleep(1.0)
@@ -174,6 +218,21 @@ def run_one(fab, scheme, wl, flows, exp):
             p.kill()
             o, _e = p.communicate()
         recs.append(iperf_record(f, o, duration))
+    done = {}
+    for p in scheds:
+        try:
+            o, _e = p.communicate(timeout=10 * duration + 120)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            o, _e = p.communicate()
+        for line in (o or "").splitlines():
+            try:
+                j = json.loads(line)
+            except ValueError:
+                continue
+            if j.get("type") == "flow":
+                done[str(j["id"])] = j
+    recs += [sized_record(f, done.get(str(f["id"]))) for f in sized]
     t_cpu1 = cpu_busy()
     for t in timers:
         t.cancel()
@@ -230,16 +289,19 @@ def guest_main(a):
     for scheme in exp["schemes"]:
         topo = topology_for(exp, scheme)
         for wl in exp["workloads"]:
-            params = {k: v for k, v in wl.items() if k != "name"}
-            params.setdefault("duration_s", exp.get("duration_s", 10))
-            params.setdefault("link_mbit", topo.link_mbit)
             t0 = time.time()
             fab = Fabric(topo, mode=scheme.get("mode", "ecmp"), subflows=scheme.get("subflows", 8))
             try:
-                flows = workloads.generate(wl["name"], list(fab.hosts), **params)
-                if any(f["kind"] != "elephant" for f in flows):
-                    raise SystemExit(f"workload {wl['name']}: sized flows are not run by testbed/run.py yet")
-                run = run_one(fab, scheme, wl, flows, exp)
+                flows = []
+                # "with": workloads run alongside (Presto's mice next to elephants)
+                for part in [wl] + list(wl.get("with", [])):
+                    params = {k: v for k, v in part.items() if k not in ("name", "with")}
+                    params.setdefault("duration_s", exp.get("duration_s", 10))
+                    params.setdefault("link_mbit", topo.link_mbit)
+                    flows += workloads.generate(part["name"], list(fab.hosts), **params)
+                workloads.renumber(flows)
+                label = "+".join(part["name"] for part in [wl] + list(wl.get("with", [])))
+                run = run_one(fab, scheme, dict(wl, name=label), flows, exp)
             finally:
                 fab.close()
             raw["runs"].append(run)

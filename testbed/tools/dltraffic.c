@@ -7,6 +7,7 @@
  *   flow    one upload flow, optionally with a deadline (TCP_DEADLINE)
  *   fanin   partition/aggregate root: RR queries to many leaves at once
  *   bulk    periodic background upload flows
+ *   sched   upload flows of given sizes to given hosts at given times
  *   now     print CLOCK_MONOTONIC in microseconds (for --start-at-us)
  *
  * Wire protocol (network byte order), client to server, 32 bytes:
@@ -936,6 +937,97 @@ static int run_bulk(const struct cfg *cfg)
 	return ret;
 }
 
+/* --------------------------------------------------------------- sched */
+
+struct sched_job {
+	struct target t;
+	const struct cfg *cfg;
+	u64 bytes, at_us;
+	bool after;		/* starts when the flow before it ends */
+	bool joined;
+	char id[64];
+	pthread_t th;
+	int ret;
+};
+
+static bool strtou64_ok(const char *s)
+{
+	return *s && strspn(s, "0123456789") == strlen(s);
+}
+
+static void *sched_thread(void *arg)
+{
+	struct sched_job *j = arg;
+
+	j->ret = upload_flow(&j->t, j->bytes, 0, j->cfg->cc, j->id, 0);
+	return NULL;
+}
+
+/* A flow schedule on stdin, one flow per line, "ID HOST[:PORT] BYTES AT_US"
+ * with AT_US relative to --start-at-us (or to the start), in order of
+ * AT_US; "+" for AT_US starts a flow when the one before it has ended
+ * (a shuffle's sequence), and holds the lines after it until then.  Each flow is an UPLOAD on its own connection,
+ * in its own thread from its start on, so that a slow flow never delays
+ * the next one.
+ */
+static int run_sched(const struct cfg *cfg)
+{
+	struct sched_job *jobs = NULL;
+	size_t n = 0, i, started = 0;
+	char line[512], id[64], hp[320], ats[32];
+	u64 bytes, t0;
+	int ret = 0, err;
+
+	while (fgets(line, sizeof(line), stdin)) {
+		struct sched_job *j;
+
+		if (line[strspn(line, " \t\r\n")] == '\0')
+			continue;
+		if (sscanf(line, "%63s %319s %" SCNu64 " %31s", id, hp,
+			   &bytes, ats) != 4 || !bytes ||
+		    (strcmp(ats, "+") && !strtou64_ok(ats)))
+			die(EXIT_USAGE, "bad schedule line \"%.*s\" (want ID HOST[:PORT] BYTES AT_US|+)",
+			    (int)strcspn(line, "\n"), line);
+		jobs = realloc(jobs, (n + 1) * sizeof(*jobs));
+		if (!jobs)
+			die(1, "out of memory");
+		j = &jobs[n++];
+		memset(j, 0, sizeof(*j));
+		if (parse_hostport(&j->t, hp, cfg->port) < 0)
+			die(EXIT_USAGE, "bad host \"%s\"", hp);
+		resolve(&j->t, cfg->family, false);
+		j->cfg = cfg;
+		j->bytes = bytes;
+		j->after = !strcmp(ats, "+") && n > 1;
+		j->at_us = strcmp(ats, "+") ? strtoull(ats, NULL, 10) : 0;
+		snprintf(j->id, sizeof(j->id), "%s", id);
+	}
+	t0 = cfg->start_at_us ? cfg->start_at_us : now_us();
+	for (i = 0; i < n; i++) {
+		if (jobs[i].after) {
+			pthread_join(jobs[i - 1].th, NULL);
+			jobs[i - 1].joined = true;
+		} else {
+			sleep_until_us(t0 + jobs[i].at_us);
+		}
+		err = pthread_create(&jobs[i].th, NULL, sched_thread, &jobs[i]);
+		if (err) {
+			warnmsg("pthread_create: %s", strerror(err));
+			ret = 1;
+			break;
+		}
+		started++;
+	}
+	for (i = 0; i < started; i++) {
+		if (!jobs[i].joined)
+			pthread_join(jobs[i].th, NULL);
+		if (jobs[i].ret)
+			ret = 1;
+	}
+	free(jobs);
+	return ret;
+}
+
 /* --------------------------------------------------------------- fanin */
 
 struct leaf {
@@ -1121,6 +1213,8 @@ static void usage(FILE *f)
 "                 [--interval-us I] [--cc NAME] [--seed S] [--start-at-us T]\n"
 "  %1$s bulk   -c HOST [-p PORT] [-6] --bytes N --every-us P --count C\n"
 "                 [--cc NAME] [--id-prefix X] [--start-at-us T]\n"
+"  %1$s sched  [-p PORT] [-6] [--cc NAME] [--start-at-us T] < SCHEDULE\n"
+"                 (lines \"ID HOST[:PORT] BYTES AT_US|+\", AT_US from T)\n"
 "  %1$s now    (print CLOCK_MONOTONIC in microseconds)\n"
 "\n"
 "Default port %2$s.  Sizes take K/M/G/T (powers of 1000) or Ki/Mi/Gi/Ti\n"
@@ -1253,6 +1347,12 @@ static const struct option bulk_opts[] = {
 	{ "every-us", required_argument, NULL, O_EVERY },
 	{ "count", required_argument, NULL, O_COUNT },
 	{ "id-prefix", required_argument, NULL, O_ID_PREFIX },
+	{ "start-at-us", required_argument, NULL, O_START_AT },
+	{ NULL, 0, NULL, 0 }
+};
+
+static const struct option sched_opts[] = {
+	OPT_COMMON,
 	{ "start-at-us", required_argument, NULL, O_START_AT },
 	{ NULL, 0, NULL, 0 }
 };
@@ -1396,6 +1496,10 @@ int main(int argc, char **argv)
 		if (!cfg.host || !cfg.have_bytes || !cfg.have_every || !cfg.count)
 			bad_args("bulk needs -c HOST, --bytes N, --every-us P and --count C");
 		return run_bulk(&cfg);
+	}
+	if (!strcmp(mode, "sched")) {
+		parse_args(argc, argv, sched_opts, ":p:6h", &cfg);
+		return run_sched(&cfg);
 	}
 	if (!strcmp(mode, "now")) {
 		if (argc > 1)

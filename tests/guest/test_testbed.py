@@ -279,6 +279,11 @@ def test_workload_run_report_is_schema_valid(fabrics, tmp_path):
     fab = fabrics(topo)
     exp = dict(topology=topo.to_dict(), duration_s=3, rtt_probe=True)
     flows = workloads.generate("stride", list(fab.hosts), stride=2, duration_s=3)
+    # sized flows next to the elephants, as Presto's mice: dltraffic sched
+    mice = workloads.generate("mice", list(fab.hosts), count=2, duration_s=2)
+    for i, m in enumerate(mice):
+        m["id"] = len(flows) + i
+    flows += mice
     r = testbed_run.run_one(fab, dict(name="ecmp"), dict(name="stride"), flows, exp)
     raw = dict(meta=dict(platform="emulated", kernel=os.uname().release, hosts=list(fab.hosts),
                          link_mbit=topo.link_mbit, paper_link_mbit=topo.paper_link_mbit, scale=topo.scale,
@@ -291,14 +296,48 @@ def test_workload_run_report_is_schema_valid(fabrics, tmp_path):
     report.validate(res, "results")
     run0 = res["runs"][0]
     print(json.dumps({k: run0[k] for k in ("elephant_mean_bps", "jain", "drops", "rtt_us")}, default=str)[:600])
-    assert run0["flows"] == 4 and run0["incomplete"] == 0
-    # every flow moved data (rates are the benchmark's business, not this test's)
-    assert all(f["tput_bps"] > 0.02 * 5e6 and f["bytes"] > 0 for f in r["flows"]), [f["tput_bps"] for f in r["flows"]]
+    assert run0["flows"] == 4 + len(mice) and run0["incomplete"] == 0
+    # every elephant moved data (rates are the benchmark's business, not
+    # this test's), and every mouse completed with its size and an FCT
+    eleph = [f for f in r["flows"] if f["kind"] == "elephant"]
+    assert len(eleph) == 4
+    assert all(f["tput_bps"] > 0.02 * 5e6 and f["bytes"] > 0 for f in eleph), [f["tput_bps"] for f in eleph]
+    sized = [f for f in r["flows"] if f["kind"] == "mouse"]
+    assert len(sized) == len(mice) and all(f["bytes"] == 50 * 1024 and f["fct_us"] > 0 for f in sized)
+    assert sum(c["n"] for c in run0["fct"].values()) == len(mice)
     assert r["rtt_us"] and r["rtt_us"]["p50"] > 0
     assert len(r["ports"]) == 2 * 4 + 2 * 2      # every switch egress port
     text = (tmp_path / "report.md").read_text()
-    assert "| ecmp | stride | 4 |" in text
+    assert f"| ecmp | stride | {4 + len(mice)} |" in text
     bad = json.loads(json.dumps(raw))
     del bad["runs"][0]["flows"][0]["tput_bps"]
     with pytest.raises(Exception):
         report.validate(bad, "raw")
+
+
+def test_ecn_marking_at_k(fabrics):
+    """ports with ecn_k_bytes CE-mark ECN-capable traffic once their queue
+    passes K, and never mark what is not ECN-capable: two senders into
+    one receiver (2:1 at the receiver's port), first with ECN, then
+    without"""
+    import run as testbed_run
+    topo = Topology(kind="single", hosts=3, link_mbit=5, ecn_k_bytes=15000)
+    fab = fabrics(topo)
+    flows = [dict(id=i, src=h, dst="h3", kind="elephant", duration_s=3, port=5201 + i)
+             for i, h in enumerate(["h1", "h2"])]
+
+    def port():
+        return next(p for p in fab.port_counters() if p["dev"] == "h3")
+    res = {}
+    for ecn in (1, 0):
+        before = port()
+        exp = dict(duration_s=3, rtt_probe=False, sysctls={"net.ipv4.tcp_ecn": ecn})
+        r = testbed_run.run_one(fab, dict(name="ecmp"), dict(name="incast2"), flows, exp)
+        after = port()
+        res[ecn] = {k: after[k] - before[k] for k in ("sent_packets", "marks", "drops")}
+        res[ecn]["tput"] = [f["tput_bps"] for f in r["flows"]]
+    print(f"port o1:h3 with ECN: {res[1]}; without: {res[0]}")
+    assert all(t and t > 0 for t in res[1]["tput"] + res[0]["tput"])
+    assert res[1]["sent_packets"] > 500 and res[1]["marks"] > 0, "no CE marks above K"
+    assert res[0]["sent_packets"] > 500 and res[0]["marks"] == 0, "non-ECT packets were marked"
+    assert res[0]["drops"] > 0, "without ECN the port must drop instead"

@@ -110,3 +110,51 @@ def test_report_rejects_malformed_raw(tmp_path, breakage):
         del raw["runs"][0]["flows"][0]["tput_bps"]
     with pytest.raises(Exception, match="(?i)valid|required|minItems|minimum|non-empty|too short|is not one of"):
         report.build(raw, str(tmp_path), plot=False)
+
+
+def test_sized_flow_schedules(tmp_path):
+    """testbed/run.py turns sized flows into one `dltraffic sched` input
+    per sender (start times in us, a shuffle's flows one after another),
+    and a real dltraffic on loopback runs such a schedule"""
+    import subprocess
+    import run as testbed_run
+
+    class Fab:
+        def ip(self, h, v6=False):
+            return "127.0.0.1"
+    hosts = [f"h{i}" for i in range(1, 5)]
+    mice = workloads.generate("mice", hosts, count=3, duration_s=2)
+    sch = testbed_run.sized_schedules(Fab(), mice)
+    assert sorted(sch) == hosts
+    for h, text in sch.items():
+        lines = [x.split() for x in text.splitlines()]
+        mine = [f for f in mice if f["src"] == h]
+        assert [int(x[0]) for x in lines] == [f["id"] for f in mine]
+        assert [int(x[3]) for x in lines] == [int(f["start_s"] * 1e6) for f in mine]
+        assert all(x[1] == f"127.0.0.1:{testbed_run.SIZED_PORT}" and x[2] == "51200" for x in lines)
+    shuf = workloads.generate("shuffle", hosts, bytes=1000)
+    sch = testbed_run.sized_schedules(Fab(), shuf)
+    assert all(x.split()[3] == "+" for t in sch.values() for x in t.splitlines())
+    # the real tool, on loopback: every flow of the schedule reports its FCT
+    tool = testbed_run.DLTRAFFIC
+    if not os.path.exists(tool):
+        pytest.skip("testbed/tools not built (make tools)")
+    port = 39000 + os.getpid() % 1000
+    srv = subprocess.Popen([tool, "server", "-p", str(port)], stdout=subprocess.DEVNULL)
+    try:
+        import time
+        time.sleep(0.3)
+        text = f"a 127.0.0.1:{port} 20000 0\nb 127.0.0.1:{port} 3000 +\nc 127.0.0.1:{port} 5000 1000\n"
+        out = subprocess.run([tool, "sched"], input=text, capture_output=True, text=True, timeout=30)
+        assert out.returncode == 0, out.stderr
+        got = {j["id"]: j for j in map(json.loads, out.stdout.splitlines())}
+        assert sorted(got) == ["a", "b", "c"]
+        assert got["a"]["bytes"] == 20000 and got["b"]["start_us"] >= got["a"]["end_us"]
+        bad = subprocess.run([tool, "sched"], input="a b\n", capture_output=True, text=True, timeout=10)
+        assert bad.returncode == 2 and "bad schedule line" in bad.stderr
+    finally:
+        srv.terminate()
+        srv.wait()
+    r = testbed_run.sized_record(mice[0], dict(bytes=51200, fct_us=400000))
+    assert r["fct_us"] == 400000 and abs(r["tput_bps"] - 51200 * 8 / 0.4) < 1
+    assert testbed_run.sized_record(mice[0], None)["fct_us"] is None
