@@ -270,6 +270,11 @@ class Fabric:
             sysctl("net.ipv6.fib_multipath_hash_policy", 1)
             sysctl("net.ipv6.conf.default.accept_dad", 0)
             sysctl("net.ipv6.conf.all.accept_dad", 0)
+            if self.topo.fastlane:
+                # forward notifications from other ports: IP must accept
+                # their truncated length (routed mode; a bridge never
+                # looks at the IP length)
+                sysctl("net.ipv4.tcp_fastlane", 1)
         L = ["link set lo up"]
         if self.mode == "l2":
             L.append("link add br0 type bridge stp_state 0 mcast_snooping 0")

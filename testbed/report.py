@@ -71,6 +71,23 @@ def validate(doc, what):
     jsonschema.validate(doc, sub)
 
 
+def notification_overhead(ports, duration_s, meta):
+    """FastLane ports: notifications made and sent, those the caps dropped,
+    and the largest share of a port's rate and buffer they took (the
+    paper's caps: 1% and 2.5%); None without FastLane ports"""
+    fl = [p for p in ports if "nf_generated" in p]
+    if not fl:
+        return None
+    topo = (meta.get("experiment") or {}).get("topology") or {}
+    rate_Bps = (meta.get("link_mbit") or 0) * 1e6 / 8
+    buf = topo.get("buffer_bytes") or 131072
+    return dict(generated=sum(p["nf_generated"] for p in fl), sent=sum(p["nf_sent"] for p in fl),
+                cap_drops=sum(p["nf_cap_drops"] for p in fl),
+                max_rate_share=max(p["nf_bytes"] / (rate_Bps * duration_s) for p in fl)
+                if rate_Bps and duration_s else None,
+                max_buffer_share=max(p["nf_backlog_max"] for p in fl) / buf)
+
+
 def analyse(raw):
     meta = raw["meta"]
     link_bps = (meta.get("link_mbit") or 0) * 1e6 or None
@@ -100,6 +117,7 @@ def analyse(raw):
             deadline_flows=len(dl),
             drops=sum(p.get("drops", 0) for p in ports),
             marks=sum(p.get("marks", 0) for p in ports),
+            notifications=notification_overhead(ports, r["duration_s"], meta),
             rtt_us=r.get("rtt_us"),
             cpu=r.get("cpu"),
             incomplete=sum(1 for f in flows if f.get("tput_bps") is None and f.get("fct_us") is None)))
@@ -202,8 +220,8 @@ def mbit(v):
     return "-" if v is None else f"{v / 1e6:.2f}"
 
 
-def frac(v):
-    return "-" if v is None else f"{v * 100:.0f}%"
+def frac(v, digits=0):
+    return "-" if v is None else f"{v * 100:.{digits}f}%"
 
 
 def us(v):
@@ -230,6 +248,15 @@ def markdown(res, pngs, out):
                  f"{frac(r['elephant_mean_of_link'])} | {frac(r['of_optimal'])} | {mbit(r['elephant_min_bps'])} | "
                  f"{jain_s} | "
                  f"{r['drops']} | {r['marks']} | {us(rtt.get('p50'))} | {us(rtt.get('p999'))} | {cpu_s} |")
+    nfs = [r for r in res["runs"] if r.get("notifications")]
+    if nfs:
+        L += ["", "## FastLane notifications", "",
+              "| scheme | workload | made | sent | dropped by the caps | max share of a port's rate |"
+              " max share of a port's buffer |", "|---|---|---|---|---|---|---|"]
+        for r in nfs:
+            n = r["notifications"]
+            L.append(f"| {r['scheme']} | {r['workload']} | {n['generated']} | {n['sent']} | {n['cap_drops']} |"
+                     f" {frac(n['max_rate_share'], 2)} | {frac(n['max_buffer_share'], 2)} |")
     fcts = [(r, c, s) for r in res["runs"] for c, s in r["fct"].items()]
     if fcts:
         L += ["", "## Flow completion times", "", "| scheme | workload | size | n | p50 | p90 | p99 | p99.9 |",

@@ -24,6 +24,7 @@ workloads to run under each:
                 {"at_s": 6, "node": "l1", "port": "s1", "action": "up"},
                 {"at_s": 3, "node": "l1", "port": "s2", "action": "degrade", "mbit": 1}]}
 
+A scheme's "sysctls" apply to its hosts after the experiment's.
 A workload's "with" lists workloads run alongside it in the same run
 (Presto's mice next to elephants: {"name": "stride", "with": [{"name":
 "mice"}]}).  A scheme's "topology" overrides fields of the experiment's.  Elephants
@@ -142,14 +143,15 @@ def run_one(fab, scheme, wl, flows, exp):
     duration = exp.get("duration_s", 10)
     mptcp = fab.mode == "mptcp"
     wrap = ["mptcpize", "run"] if mptcp else []
+    from fabric import netns, sysctl
+    # the experiment's host sysctls, then the scheme's (e.g. FastLane's)
+    sysctls = {**exp.get("sysctls", {}), **scheme.get("sysctls", {})}
     for name in fab.hosts:
-        if exp.get("sysctls"):
-            from fabric import netns, sysctl
-            with netns(fab.ns(name)):
-                for k, v in exp["sysctls"].items():
-                    sysctl(k, v)
-                if mptcp:
-                    sysctl("net.mptcp.enabled", 1)
+        with netns(fab.ns(name)):
+            for k, v in sysctls.items():
+                sysctl(k, v)
+            if mptcp:
+                sysctl("net.mptcp.enabled", 1)
     sized = [f for f in flows if f.get("bytes")]
     flows = [f for f in flows if not f.get("bytes")]
     servers = []
@@ -279,7 +281,7 @@ def guest_main(a):
         exp = json.load(f)
     if a.duration:
         exp["duration_s"] = a.duration
-    subprocess.run("modprobe tcp_dctcp", shell=True)
+    subprocess.run("modprobe tcp_dctcp; modprobe sch_fastlane", shell=True)
     base = topology_for(exp, {})
     raw = dict(meta=dict(platform="emulated", kernel=os.uname().release,
                          hosts=[f"h{i}" for i in range(1, base.n_hosts + 1)], link_mbit=base.link_mbit,
@@ -295,12 +297,12 @@ def guest_main(a):
                 flows = []
                 # "with": workloads run alongside (Presto's mice next to elephants)
                 for part in [wl] + list(wl.get("with", [])):
-                    params = {k: v for k, v in part.items() if k not in ("name", "with")}
+                    params = {k: v for k, v in part.items() if k not in ("name", "with", "label")}
                     params.setdefault("duration_s", exp.get("duration_s", 10))
                     params.setdefault("link_mbit", topo.link_mbit)
                     flows += workloads.generate(part["name"], list(fab.hosts), **params)
                 workloads.renumber(flows)
-                label = "+".join(part["name"] for part in [wl] + list(wl.get("with", [])))
+                label = wl.get("label") or "+".join(part["name"] for part in [wl] + list(wl.get("with", [])))
                 run = run_one(fab, scheme, dict(wl, name=label), flows, exp)
             finally:
                 fab.close()
