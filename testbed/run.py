@@ -189,6 +189,7 @@ def run_one(fab, scheme, wl, flows, exp):
         p = fab.spawn(src, wrap + [DLTRAFFIC, "sched", "-p", str(SIZED_PORT)], stdin=subprocess.PIPE)
         p.stdin.write(lines)
         p.stdin.close()
+        p.stdin = None          # or communicate() flushes the closed pipe
         scheds.append(p)
     log = f"/tmp/testbed-sockperf-{os.getpid()}.csv"
     if exp.get("rtt_probe", True):

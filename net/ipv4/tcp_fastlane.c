@@ -146,6 +146,14 @@ static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *n
 	     skb = skb_rb_next(skb)) {
 		tcp_fastlane_split(sk, skb, nf->end_seq);
 		tcp_mark_skb_lost(sk, skb);
+		/* the dropped copy was a retransmission (a loss probe, or
+		 * one RACK or an earlier notification caused) that was not
+		 * marked lost before: it is no longer in flight either
+		 */
+		if (TCP_SKB_CB(skb)->sacked & TCPCB_SACKED_RETRANS) {
+			TCP_SKB_CB(skb)->sacked &= ~TCPCB_SACKED_RETRANS;
+			tp->retrans_out -= tcp_skb_pcount(skb);
+		}
 	}
 	skb = first;
 	if (icsk->icsk_ca_state < TCP_CA_Recovery) {

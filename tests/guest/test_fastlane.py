@@ -394,6 +394,14 @@ def sniff(ns, dev, seconds, stop=None):
             except socket.timeout:
                 continue
             got.append((time.time(), addr[2] == socket.PACKET_OUTGOING, pkt))
+        # what arrived in the window but is not read yet (a slow guest)
+        s.setblocking(False)
+        while True:
+            try:
+                pkt, addr = s.recvfrom(65535)
+            except OSError:
+                break
+            got.append((time.time(), addr[2] == socket.PACKET_OUTGOING, pkt))
         s.close()
     t = threading.Thread(target=run)
     t.start()
@@ -736,138 +744,3 @@ def test_no_new_data_while_recovering(blocked, v6):
         assert after, "the held data went, but not after the recovery"
     finally:
         b.release()
-
-
-def first(frames, pred):
-    for ts, out, raw in list(frames):
-        p = parse(raw)
-        if p and not out and pred(p):
-            return ts, p, raw
-    return None
-
-
-def wait_for(frames, pred, seconds):
-    end = time.time() + seconds
-    while time.time() < end:
-        f = first(frames, pred)
-        if f:
-            return f
-        time.sleep(0.005)
-    return None
-
-
-@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
-def test_syn_and_fin_are_resent_at_once(blocked, v6):
-    """a notification for a SYN in SYN_SENT resends it at once, long
-    before its 1 s timer; one for a FIN in flight resends the FIN"""
-    b = blocked
-    b.release()
-    b.v6 = v6
-    b.port += 1
-    port = b.port
-    fam = socket.AF_INET6 if v6 else socket.AF_INET
-    dst = b.lab.ip("h2", v6)
-    tc("qdisc del dev h2 root", b.lab.sw, check=False)
-    tc("qdisc add dev h2 root netem loss 100%", b.lab.sw)
-    with netns(b.lab.ns("h2")):
-        ls = socket.socket(fam, socket.SOCK_STREAM)
-        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        ls.bind((dst, port))
-        ls.listen(4)
-    with netns(b.h1):
-        c = socket.socket(fam, socket.SOCK_STREAM)
-    c.setblocking(False)
-    try:
-        n0 = nstat(b.h1)
-        t, got = b.watch(2.0)
-        time.sleep(0.2)
-        c.connect_ex((dst, port))
-        syn = wait_for(got, lambda p: p["dport"] == port and p["flags"] & 0x12 == 0x02, 0.9)
-        assert syn, "no SYN seen"
-        t_syn, p_syn, raw_syn = syn
-        t_nf = time.time()
-        b.notify(raw_syn)
-        t.join()
-        d = delta(n0, nstat(b.h1), FL_KEYS)
-        again = [ts for ts, out, raw in got for p in [parse(raw)]
-                 if p and not out and p["dport"] == port and p["flags"] & 0x12 == 0x02
-                 and p["seq"] == p_syn["seq"] and ts > t_syn]
-        print(f"SYN: {d}, notified {t_nf - t_syn:.3f} s after it, resent after"
-              f" {[round(ts - t_syn, 3) for ts in again]} s")
-        assert d["TcpExtTCPFastLaneNotify"] == 1 and d["TcpExtTCPFastLaneCtlResend"] == 1, d
-        assert again and again[0] - t_syn < 0.9, "the SYN was not resent before its timer"
-    finally:
-        c.close()
-        ls.close()
-    # a FIN: on a connection whose data path is blocked, after its tail
-    # loss probe (which resends the FIN) has been and gone
-    b.connect(v6)
-    try:
-        t, got = b.watch(1.5)
-        time.sleep(0.2)
-        b.conn.c.shutdown(socket.SHUT_WR)
-        t.join()
-        fins = [(ts, p, raw) for ts, out, raw in got for p in [parse(raw)]
-                if p and not out and p["dport"] == b.conn.port and p["flags"] & 0x01]
-        assert fins, "no FIN seen"
-        n0 = nstat(b.h1)
-        t, got = b.watch(1.0)
-        time.sleep(0.2)
-        t_nf = time.time()
-        b.notify(fins[-1][2])
-        t.join()
-        d = delta(n0, nstat(b.h1), FL_KEYS)
-        again = [ts - t_nf for ts, out, raw in got for p in [parse(raw)]
-                 if p and not out and p["dport"] == b.conn.port and p["flags"] & 0x01 and ts >= t_nf]
-        print(f"FIN: {d}, resent {again}")
-        assert d["TcpExtTCPFastLaneNotify"] == 1 and d["TcpExtTCPFastLaneRetrans"] == 1, d
-        assert again, "the FIN was not resent"
-    finally:
-        b.release()
-
-
-def test_synack_is_resent_at_once(blocked):
-    """a notification for the SYN-ACK of a request socket resends it at
-    once, long before its 1 s timer"""
-    b = blocked
-    b.release()
-    b.v6 = False
-    b.port += 1
-    port = b.port
-    h2 = b.lab.ns("h2")
-    dst = b.lab.ip("h2")
-    sh("sysctl -qw net.ipv4.tcp_fastlane=1", ns=h2)
-    tc("qdisc del dev h2 root", b.lab.sw, check=False)
-    tc("qdisc add dev h1 root netem loss 100%", b.lab.sw)
-    with netns(h2):
-        ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        ls.bind((dst, port))
-        ls.listen(4)
-    with netns(b.h1):
-        c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    c.setblocking(False)
-    try:
-        n0 = nstat(h2)
-        t, got = sniff(b.lab.sw, "h2", 2.0)
-        time.sleep(0.2)
-        c.connect_ex((dst, port))
-        sa = wait_for(got, lambda p: p["sport"] == port and p["flags"] & 0x12 == 0x12, 0.9)
-        assert sa, "no SYN-ACK seen"
-        t_sa, p_sa, raw_sa = sa
-        t_nf = time.time()
-        b.notify(raw_sa, to="h2")
-        t.join()
-        d = delta(n0, nstat(h2), FL_KEYS)
-        again = [ts for ts, out, raw in got for p in [parse(raw)]
-                 if p and not out and p["sport"] == port and p["flags"] & 0x12 == 0x12
-                 and p["seq"] == p_sa["seq"] and ts > t_sa]
-        print(f"SYN-ACK: {d}, notified {t_nf - t_sa:.3f} s after it, resent after"
-              f" {[round(ts - t_sa, 3) for ts in again]} s")
-        assert d["TcpExtTCPFastLaneNotify"] == 1 and d["TcpExtTCPFastLaneCtlResend"] == 1, d
-        assert again and again[0] - t_sa < 0.9, "the SYN-ACK was not resent before its timer"
-    finally:
-        c.close()
-        ls.close()
-        tc("qdisc del dev h1 root", b.lab.sw, check=False)
-        sh("sysctl -qw net.ipv4.tcp_fastlane=0", ns=h2)
