@@ -505,9 +505,8 @@ class Blocked:
         return [(ts, p, raw) for ts, out, raw in got for p in [parse(raw)]
                 if p and not out and p["dport"] == self.conn.port and tcp_payload_len(p) > 0]
 
-    def notify(self, raw, tsval=None, seq=None, sport=None, count=1, timeouts=None, to="h1"):
-        """send host `to` (h1, the source of raw) the notification a switch
-        would make of frame raw"""
+    def notify(self, raw, tsval=None, seq=None, sport=None, count=1, timeouts=None):
+        """send h1 the notification a switch would make of frame raw"""
         eth = 14
         ip = bytearray(raw[eth:])
         if self.v6:
@@ -538,10 +537,12 @@ class Blocked:
             i = o.find(bytes([8, 10]))
             assert i >= 0, "no timestamp option"
             ip[ihl + 20 + i + 2:ihl + 20 + i + 6] = struct.pack("!I", tsval)
-        fr = mac(self.lab.ns(to), "eth0") + mac(self.lab.sw, to) + raw[12:14] + bytes(ip)
+        # cached addresses: reading them costs a process start, seconds in
+        # the debug guest, and the notification must come while a capture looks
+        fr = self.h1_mac + self.sw_mac + raw[12:14] + bytes(ip)
         with netns(self.lab.sw):
             s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-            s.bind((to, 0))
+            s.bind(("h1", 0))
             for _ in range(count):
                 s.send(fr)
             s.close()
