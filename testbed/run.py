@@ -95,10 +95,15 @@ def wait_listening(fab, node, ports, timeout=30.0):
     return want
 
 
+def flow_record(flow, duration_s):
+    """a flow's raw record, before any result"""
+    return dict(id=flow["id"], src=flow["src"], dst=flow["dst"], kind=flow["kind"], bytes=0,
+                duration_s=float(duration_s), tput_bps=None, fct_us=None, intervals_bps=[],
+                deadline_us=None, met_deadline=None)
+
+
 def iperf_record(flow, out, duration):
-    rec = dict(id=flow["id"], src=flow["src"], dst=flow["dst"], kind=flow["kind"], bytes=0,
-               duration_s=float(duration), tput_bps=None, fct_us=None, intervals_bps=[],
-               deadline_us=None, met_deadline=None)
+    rec = flow_record(flow, duration)
     try:
         j = json.loads(out)
     except ValueError:
@@ -128,9 +133,7 @@ def sized_schedules(fab, flows):
 
 
 def sized_record(flow, res):
-    rec = dict(id=flow["id"], src=flow["src"], dst=flow["dst"], kind=flow["kind"], bytes=0,
-               duration_s=0.0, tput_bps=None, fct_us=None, intervals_bps=[],
-               deadline_us=None, met_deadline=None)
+    rec = flow_record(flow, 0)
     if res:
         rec["bytes"] = int(res["bytes"])
         rec["fct_us"] = float(res["fct_us"])
