@@ -12,6 +12,7 @@
 #define _NET_TCP_FASTLANE_H
 
 #include <linux/skbuff.h>
+#include <linux/tcp.h>
 #include <linux/types.h>
 #include <net/net_namespace.h>
 
@@ -117,6 +118,23 @@ static inline bool tcp_fastlane_nf(const struct net *net, u8 dsfield,
 	       (dsfield >> 2) == READ_ONCE(net->ipv4.sysctl_tcp_fastlane_dscp);
 }
 
+/* Algorithm 1: no new data while the socket recovers from notifications,
+ * that is until the recovery they started or joined ends (by the ACK of
+ * high_seq, an undo or a timeout).  From tcp_write_xmit().
+ */
+static inline bool tcp_fastlane_holds_new_data(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (likely(!tp->fastlane.recovering))
+		return false;
+	if (inet_csk(sk)->icsk_ca_state == TCP_CA_Recovery &&
+	    tp->high_seq == tp->fastlane.high_seq)
+		return true;
+	tp->fastlane.recovering = 0;
+	return false;
+}
+
 bool tcp_fastlane_v4_rcv(struct net *net, struct sk_buff *skb);
 void tcp_fastlane_rcv(struct net *net, struct sock *sk, struct sk_buff *skb,
 		      u32 payload);
@@ -142,6 +160,11 @@ static inline bool tcp_fastlane_v4_rcv(struct net *net, struct sk_buff *skb)
 
 static inline void tcp_fastlane_release(struct sock *sk)
 {
+}
+
+static inline bool tcp_fastlane_holds_new_data(struct sock *sk)
+{
+	return false;
 }
 
 #endif /* CONFIG_TCP_FASTLANE */

@@ -35,6 +35,8 @@
  *    are proportional rate reduction's budget in that state;
  *  - the lowest sequence is always resent at once, even beyond that
  *    budget, so cumulative ACKs never stall behind it;
+ *  - no new data is sent until that recovery ends, when snd_una reaches
+ *    its high_seq (or it is undone, or a timeout takes over);
  *  - SACK, RACK-TLP, timestamps and the congestion control module keep
  *    working: the segment is marked lost as RACK would mark it, and the
  *    retransmission timer is rearmed, the last resort as before.
@@ -144,6 +146,14 @@ static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *n
 	     skb = skb_rb_next(skb)) {
 		tcp_fastlane_split(sk, skb, nf->end_seq);
 		tcp_mark_skb_lost(sk, skb);
+		/* the dropped copy was a retransmission (a loss probe, or
+		 * one RACK or an earlier notification caused) that was not
+		 * marked lost before: it is no longer in flight either
+		 */
+		if (TCP_SKB_CB(skb)->sacked & TCPCB_SACKED_RETRANS) {
+			TCP_SKB_CB(skb)->sacked &= ~TCPCB_SACKED_RETRANS;
+			tp->retrans_out -= tcp_skb_pcount(skb);
+		}
 	}
 	skb = first;
 	if (icsk->icsk_ca_state < TCP_CA_Recovery) {
@@ -151,6 +161,9 @@ static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *n
 		/* Algorithm 1: leave recovery with half the window at entry */
 		tp->snd_ssthresh = max(tcp_snd_cwnd(tp) >> 1U, 2U);
 	}
+	/* no new data until this recovery ends (tcp_write_xmit()) */
+	tp->fastlane.recovering = 1;
+	tp->fastlane.high_seq = tp->high_seq;
 	head = tcp_rtx_queue_head(sk);
 	tcp_xmit_retransmit_queue(sk);
 	/* the lowest sequence goes at once, whatever the budget */

@@ -683,3 +683,65 @@ def test_sysctl_off_is_stock(blocked):
     finally:
         sh("sysctl -qw net.ipv4.tcp_fastlane=1", ns=b.h1)
         b.release()
+
+
+def offset(p, p0):
+    return (p["seq"] - p0["seq"]) & 0xffffffff
+
+
+def latest(frames):
+    """the last copy of each sequence number among (ts, p, raw) frames:
+    the one a notification must name"""
+    last = {}
+    for ts, p, raw in frames:
+        last[p["seq"]] = (ts, p, raw)
+    return [last[k] for k in sorted(last, key=lambda q: last[q][0])]
+
+
+@pytest.mark.parametrize("v6", [False], ids=["ipv4"])
+def test_no_new_data_while_recovering(blocked, v6):
+    """Algorithm 1: data the application writes after a notification has
+    started a recovery waits for the end of that recovery, although the
+    window has room for it (stock Linux, PRR, would send it); once the
+    lost segments are delivered the recovery ends and the data goes"""
+    b = blocked.connect(v6)
+    try:
+        segs = b.send_and_capture(4 * 1448, 1.5)
+        assert len(segs) >= 4, "no flight in flight"
+        _, p0, raw0 = segs[0]
+        top = max(offset(p, p0) + tcp_payload_len(p) for _, p, _ in segs)
+        n0 = nstat(b.h1)
+        t, got = b.watch(2.0)
+        time.sleep(0.2)
+        b.notify(latest([s_ for s_ in segs if s_[1]["seq"] == p0["seq"]])[0][2])
+        time.sleep(0.3)
+        b.conn.c.send(b"z" * 4 * 1448)
+        t.join()
+        d = delta(n0, nstat(b.h1), FL_KEYS + ["TcpExtTCPTimeouts"])
+        data = [(ts, p, raw) for ts, out, raw in got for p in [parse(raw)]
+                if p and not out and p["dport"] == b.conn.port and tcp_payload_len(p) > 0]
+        new = [offset(p, p0) for _, p, _ in data if offset(p, p0) >= top]
+        print(f"recovering: {d}, {len(data)} data frames, beyond snd_nxt at entry: {new}")
+        assert d["TcpExtTCPFastLaneNotify"] == 1 and d["TcpExtTCPFastLaneRetrans"] == 1
+        assert d["TcpExtTCPTimeouts"] == 0
+        assert any(p["seq"] == p0["seq"] for _, p, _ in data), "the notified segment was not resent"
+        assert new == [], "new data was sent while recovering"
+        # open the path and notify the latest copy of every segment in
+        # flight: they are delivered, the recovery ends, the held data goes
+        tc("qdisc del dev h2 root", b.lab.sw)
+        t, got2 = b.watch(3.0)
+        time.sleep(0.2)
+        for _, p, raw in latest(segs + data):
+            b.notify(raw)
+        end = time.time() + 10
+        while b.conn.received < 8 * 1448 and time.time() < end:
+            time.sleep(0.1)
+        t.join()
+        after = [offset(p, p0) for ts, out, raw in got2 for p in [parse(raw)]
+                 if p and not out and p["dport"] == b.conn.port and tcp_payload_len(p) > 0
+                 and offset(p, p0) >= top]
+        print(f"after: received {b.conn.received}, new data at offsets {sorted(set(after))}")
+        assert b.conn.received == 8 * 1448, "the held data never went"
+        assert after, "the held data went, but not after the recovery"
+    finally:
+        b.release()
