@@ -478,8 +478,17 @@ class Blocked:
         # no retransmission timeout while a test looks (TLP still fires)
         sh("ip route add 10.0.2.0/24 via 10.0.1.254 rto_min 60s;"
            " ip -6 route add fd00:2::/64 via fd00:1::fe rto_min 60s", ns=self.h1)
-        self.h1_mac = mac(self.h1, "eth0")
-        self.sw_mac = mac(self.lab.sw, "h1")
+        # cached addresses: reading them costs a process start, seconds in
+        # the debug guest, and a notification must come while a capture
+        # looks (and before the 1 s timer of a SYN)
+        self.macs = {h: (mac(self.lab.ns(h), "eth0"), mac(self.lab.sw, h)) for h in ("h1", "h2")}
+        # the router's neighbours stay resolved while netem drops every
+        # frame towards a host: a failed ARP or ND would make it send
+        # host unreachable, and that ends a connection in SYN_SENT
+        for h, i in (("h1", 1), ("h2", 2)):
+            hm = ":".join(f"{x:02x}" for x in self.macs[h][0])
+            sh(f"ip neigh replace 10.0.{i}.1 lladdr {hm} dev {h} nud permanent;"
+               f" ip -6 neigh replace fd00:{i}::1 lladdr {hm} dev {h} nud permanent", ns=self.lab.sw)
 
     def release(self):
         if self.conn:
@@ -505,8 +514,8 @@ class Blocked:
         return [(ts, p, raw) for ts, out, raw in got for p in [parse(raw)]
                 if p and not out and p["dport"] == self.conn.port and tcp_payload_len(p) > 0]
 
-    def notify(self, raw, tsval=None, seq=None, sport=None, count=1, timeouts=None):
-        """send h1 the notification a switch would make of frame raw"""
+    def notify(self, raw, tsval=None, seq=None, sport=None, count=1, timeouts=None, to="h1"):
+        """send host to the notification a switch would make of frame raw"""
         eth = 14
         ip = bytearray(raw[eth:])
         if self.v6:
@@ -537,12 +546,10 @@ class Blocked:
             i = o.find(bytes([8, 10]))
             assert i >= 0, "no timestamp option"
             ip[ihl + 20 + i + 2:ihl + 20 + i + 6] = struct.pack("!I", tsval)
-        # cached addresses: reading them costs a process start, seconds in
-        # the debug guest, and the notification must come while a capture looks
-        fr = self.h1_mac + self.sw_mac + raw[12:14] + bytes(ip)
+        fr = b"".join(self.macs[to]) + raw[12:14] + bytes(ip)
         with netns(self.lab.sw):
             s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-            s.bind(("h1", 0))
+            s.bind((to, 0))
             for _ in range(count):
                 s.send(fr)
             s.close()
@@ -745,3 +752,140 @@ def test_no_new_data_while_recovering(blocked, v6):
         assert after, "the held data went, but not after the recovery"
     finally:
         b.release()
+
+
+def first(frames, pred):
+    for ts, out, raw in list(frames):
+        p = parse(raw)
+        if p and not out and pred(p):
+            return ts, p, raw
+    return None
+
+
+def wait_for(frames, pred, seconds):
+    end = time.time() + seconds
+    while time.time() < end:
+        f = first(frames, pred)
+        if f:
+            return f
+        time.sleep(0.005)
+    return None
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_syn_and_fin_are_resent_at_once(blocked, v6):
+    """a notification for a SYN in SYN_SENT resends it at once, long
+    before its 1 s timer; one for a FIN in flight resends the FIN"""
+    b = blocked
+    b.release()
+    b.v6 = v6
+    b.port += 1
+    port = b.port
+    fam = socket.AF_INET6 if v6 else socket.AF_INET
+    dst = b.lab.ip("h2", v6)
+    tc("qdisc del dev h2 root", b.lab.sw, check=False)
+    tc("qdisc add dev h2 root netem loss 100%", b.lab.sw)
+    with netns(b.lab.ns("h2")):
+        ls = socket.socket(fam, socket.SOCK_STREAM)
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind((dst, port))
+        ls.listen(4)
+    with netns(b.h1):
+        c = socket.socket(fam, socket.SOCK_STREAM)
+    c.setblocking(False)
+    try:
+        n0 = nstat(b.h1)
+        t, got = b.watch(2.0)
+        time.sleep(0.2)
+        c.connect_ex((dst, port))
+        syn = wait_for(got, lambda p: p["dport"] == port and p["flags"] & 0x12 == 0x02, 0.9)
+        assert syn, "no SYN seen"
+        t_syn, p_syn, raw_syn = syn
+        t_nf = time.time()
+        b.notify(raw_syn)
+        t.join()
+        d = delta(n0, nstat(b.h1), FL_KEYS)
+        again = [ts for ts, out, raw in got for p in [parse(raw)]
+                 if p and not out and p["dport"] == port and p["flags"] & 0x12 == 0x02
+                 and p["seq"] == p_syn["seq"] and ts > t_syn]
+        print(f"SYN: {d}, notified {t_nf - t_syn:.3f} s after it, resent after"
+              f" {[round(ts - t_syn, 3) for ts in again]} s")
+        assert d["TcpExtTCPFastLaneNotify"] == 1 and d["TcpExtTCPFastLaneCtlResend"] == 1, d
+        assert again and again[0] - t_syn < 0.9, "the SYN was not resent before its timer"
+    finally:
+        c.close()
+        ls.close()
+    # a FIN: on a connection whose data path is blocked, after its tail
+    # loss probe (which resends the FIN) has been and gone
+    b.connect(v6)
+    try:
+        t, got = b.watch(1.5)
+        time.sleep(0.2)
+        b.conn.c.shutdown(socket.SHUT_WR)
+        t.join()
+        fins = [(ts, p, raw) for ts, out, raw in got for p in [parse(raw)]
+                if p and not out and p["dport"] == b.conn.port and p["flags"] & 0x01]
+        assert fins, "no FIN seen"
+        n0 = nstat(b.h1)
+        t, got = b.watch(1.0)
+        time.sleep(0.2)
+        t_nf = time.time()
+        b.notify(fins[-1][2])
+        t.join()
+        d = delta(n0, nstat(b.h1), FL_KEYS)
+        again = [ts - t_nf for ts, out, raw in got for p in [parse(raw)]
+                 if p and not out and p["dport"] == b.conn.port and p["flags"] & 0x01 and ts >= t_nf]
+        print(f"FIN: {d}, resent {again}")
+        assert d["TcpExtTCPFastLaneNotify"] == 1 and d["TcpExtTCPFastLaneRetrans"] == 1, d
+        assert again, "the FIN was not resent"
+    finally:
+        b.release()
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_synack_is_resent_at_once(blocked, v6):
+    """a notification for the SYN-ACK of a request socket resends it at
+    once, long before its 1 s timer"""
+    b = blocked
+    b.release()
+    b.v6 = v6
+    b.port += 1
+    port = b.port
+    h2 = b.lab.ns("h2")
+    dst = b.lab.ip("h2", v6)
+    fam = socket.AF_INET6 if v6 else socket.AF_INET
+    sh("sysctl -qw net.ipv4.tcp_fastlane=1", ns=h2)
+    tc("qdisc del dev h2 root", b.lab.sw, check=False)
+    tc("qdisc add dev h1 root netem loss 100%", b.lab.sw)
+    with netns(h2):
+        ls = socket.socket(fam, socket.SOCK_STREAM)
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind((dst, port))
+        ls.listen(4)
+    with netns(b.h1):
+        c = socket.socket(fam, socket.SOCK_STREAM)
+    c.setblocking(False)
+    try:
+        n0 = nstat(h2)
+        t, got = sniff(b.lab.sw, "h2", 2.0)
+        time.sleep(0.2)
+        c.connect_ex((dst, port))
+        sa = wait_for(got, lambda p: p["sport"] == port and p["flags"] & 0x12 == 0x12, 0.9)
+        assert sa, "no SYN-ACK seen"
+        t_sa, p_sa, raw_sa = sa
+        t_nf = time.time()
+        b.notify(raw_sa, to="h2")
+        t.join()
+        d = delta(n0, nstat(h2), FL_KEYS)
+        again = [ts for ts, out, raw in got for p in [parse(raw)]
+                 if p and not out and p["sport"] == port and p["flags"] & 0x12 == 0x12
+                 and p["seq"] == p_sa["seq"] and ts > t_sa]
+        print(f"SYN-ACK: {d}, notified {t_nf - t_sa:.3f} s after it, resent after"
+              f" {[round(ts - t_sa, 3) for ts in again]} s")
+        assert d["TcpExtTCPFastLaneNotify"] == 1 and d["TcpExtTCPFastLaneCtlResend"] == 1, d
+        assert again and again[0] - t_sa < 0.9, "the SYN-ACK was not resent before its timer"
+    finally:
+        c.close()
+        ls.close()
+        tc("qdisc del dev h1 root", b.lab.sw, check=False)
+        sh("sysctl -qw net.ipv4.tcp_fastlane=0", ns=h2)
