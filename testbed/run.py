@@ -200,22 +200,28 @@ def run_one(fab, scheme, wl, flows, exp):
         probe = fab.spawn(hosts[0], ["sockperf", "ping-pong", "--tcp", "-i", fab.ip(hosts[-1]),
                                      "-p", str(SOCKPERF_PORT), "-t", str(max(2, int(duration) - 2)),
                                      "-m", "64", "--mps", str(exp.get("rtt_probe_mps", 500)), "--full-log", log])
-    subflows = None
-    if mptcp and flows:
-        # MPTCP's subflows are TCP sockets of the sender: count those of
-        # the first flow half way through the run.  iperf3's control
-        # connection goes to the same port and is an MPTCP connection as
-        # well: half of them belong to the data connection.
-        time.sleep(max(2.0, duration / 2 - 1))
-        f0 = flows[0]
-        o = subprocess.run(["ip", "netns", "exec", fab.ns(f0["src"]), "ss", "-tnH", "state", "established",
-                            f"dport = :{f0['port']}"], capture_output=True, text=True).stdout
-        subflows = len([x for x in o.splitlines() if x.strip()]) // 2
-        print(f"mptcp: flow 0 ({f0['src']} -> {f0['dst']}) has {subflows} TCP subflows", flush=True)
     timers = []
     for fault in exp.get("faults", []):
         timers.append(threading.Timer(fault["at_s"], apply_fault, (fab, fault)))
         timers[-1].start()
+    subflows = None
+    if mptcp and flows:
+        # MPTCP's subflows are TCP sockets of the sender: count those of
+        # the first flow once a second from 2 s into the run, and keep
+        # the most (a single look may come before the guest has started
+        # the client).  iperf3's control connection goes to the same port
+        # and is an MPTCP connection as well: half of them belong to the
+        # data connection.
+        f0 = flows[0]
+        subflows = 0
+        t_end = time.time() + duration - 1
+        time.sleep(2.0)
+        while time.time() < t_end:
+            o = subprocess.run(["ip", "netns", "exec", fab.ns(f0["src"]), "ss", "-tnH", "state", "established",
+                                f"dport = :{f0['port']}"], capture_output=True, text=True).stdout
+            subflows = max(subflows, len([x for x in o.splitlines() if x.strip()]) // 2)
+            time.sleep(1.0)
+        print(f"mptcp: flow 0 ({f0['src']} -> {f0['dst']}) had up to {subflows} TCP subflows", flush=True)
     recs = []
     for f, p in clients:
         try:
