@@ -207,21 +207,20 @@ def run_one(fab, scheme, wl, flows, exp):
     subflows = None
     if mptcp and flows:
         # MPTCP's subflows are TCP sockets of the sender: count those of
-        # the first flow once a second from 2 s into the run, and keep
-        # the most (a single look may come before the guest has started
-        # the client).  iperf3's control connection goes to the same port
-        # and is an MPTCP connection as well: half of them belong to the
-        # data connection.
-        f0 = flows[0]
+        # the last flow started once a second until its client exits, and
+        # keep the most (in the guest, starting 16 clients takes seconds:
+        # the first may be done by now).  iperf3's control connection
+        # goes to the same port and is an MPTCP connection as well: half
+        # of them belong to the data connection.
+        f0, p0 = clients[-1]
         subflows = 0
-        t_end = time.time() + duration - 1
-        time.sleep(2.0)
-        while time.time() < t_end:
+        t_end = time.time() + duration + 60
+        while p0.poll() is None and time.time() < t_end:
             o = subprocess.run(["ip", "netns", "exec", fab.ns(f0["src"]), "ss", "-tnH", "state", "established",
                                 f"dport = :{f0['port']}"], capture_output=True, text=True).stdout
             subflows = max(subflows, len([x for x in o.splitlines() if x.strip()]) // 2)
             time.sleep(1.0)
-        print(f"mptcp: flow 0 ({f0['src']} -> {f0['dst']}) had up to {subflows} TCP subflows", flush=True)
+        print(f"mptcp: flow {f0['id']} ({f0['src']} -> {f0['dst']}) had up to {subflows} TCP subflows", flush=True)
     recs = []
     for f, p in clients:
         try:
