@@ -283,6 +283,23 @@ def topology_for(exp, scheme):
     return Topology(**t)
 
 
+def allow_congestion_controls(exp):
+    """load every congestion control the experiment names and allow it:
+    a namespace may make only an allowed algorithm its default (EPERM)"""
+    path = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
+    names = {str(d["net.ipv4.tcp_congestion_control"])
+             for d in [exp.get("sysctls", {})] + [sc.get("sysctls", {}) for sc in exp["schemes"]]
+             if "net.ipv4.tcp_congestion_control" in d}
+    with open(path) as f:
+        allowed = f.read().split()
+    want = [n for n in sorted(names) if n not in allowed]
+    for n in want:
+        subprocess.run(["modprobe", f"tcp_{n}"], stderr=subprocess.DEVNULL)
+    if want:
+        with open(path, "w") as f:
+            f.write(" ".join(allowed + want))
+
+
 def guest_main(a):
     from fabric import Fabric
     import workloads
@@ -291,6 +308,7 @@ def guest_main(a):
     if a.duration:
         exp["duration_s"] = a.duration
     subprocess.run("modprobe tcp_dctcp; modprobe sch_fastlane", shell=True)
+    allow_congestion_controls(exp)
     base = topology_for(exp, {})
     raw = dict(meta=dict(platform="emulated", kernel=os.uname().release,
                          hosts=[f"h{i}" for i in range(1, base.n_hosts + 1)], link_mbit=base.link_mbit,
@@ -317,7 +335,7 @@ def guest_main(a):
                 fab.close()
             raw["runs"].append(run)
             tp = [r["tput_bps"] for r in run["flows"] if r["tput_bps"] is not None]
-            print(f"{scheme['name']:8s} {wl['name']:10s} built in {fab.t_build:.1f} s, run {time.time() - t0:.0f} s:"
+            print(f"{scheme['name']:8s} {wl.get('label', wl['name']):10s} built in {fab.t_build:.1f} s, run {time.time() - t0:.0f} s:"
                   f" {len(tp)}/{len(flows)} flows, mean {sum(tp) / max(1, len(tp)) / 1e6:.2f} Mbit/s", flush=True)
     with open(os.path.join(os.environ.get("DCNET_OUT", a.out), "raw.json"), "w") as f:
         json.dump(raw, f)
