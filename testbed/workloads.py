@@ -215,13 +215,22 @@ def main(argv=None):
     ap.add_argument("--bytes", type=int, default=None)
     ap.add_argument("--load", type=float, default=0.4)
     ap.add_argument("--link-mbit", type=float, default=10)
+    ap.add_argument("--count", type=int, default=None, help="mice per host")
+    ap.add_argument("--with", dest="with_", action="append", default=[], choices=sorted(WORKLOADS),
+                    metavar="WORKLOAD", help="run this workload alongside (same parameters; repeatable)")
     a = ap.parse_args(argv)
-    params = dict(stride=a.stride, seed=a.seed, duration_s=a.duration, load=a.load, link_mbit=a.link_mbit)
-    if a.bytes is not None:
-        params["bytes"] = a.bytes
-    if a.workload == "stride":
-        params = dict(stride=a.stride, duration_s=a.duration)
-    json.dump(generate(a.workload, a.hosts.split(","), **params), sys.stdout)
+    hosts = a.hosts.split(",")
+    flows = []
+    for name in [a.workload] + a.with_:
+        params = dict(stride=a.stride, seed=a.seed, duration_s=a.duration, load=a.load, link_mbit=a.link_mbit)
+        if a.bytes is not None and name == a.workload:
+            params["bytes"] = a.bytes       # sizes the main workload only
+        if a.count is not None:
+            params["count"] = a.count
+        if name == "stride":
+            params = dict(stride=a.stride, duration_s=a.duration)
+        flows += generate(name, hosts, **params)
+    json.dump(renumber(flows), sys.stdout)
     sys.stdout.write("\n")
 
 

@@ -11,6 +11,8 @@ A RUN_DIR is what site.yml's gather play leaves on the controller,
     <host>.tgz                 a host's files as fetched; unpacked here into <host>/:
     <host>/flow-ID-SRC-DST.json  iperf3 -J --get-server-output of each flow it sent
     <host>/flow-ID-SRC-DST.rc    iperf3's exit status
+    <host>/sized.json, .rc, .err   `dltraffic sched` of its sized flows: a JSON
+                               record per flow (id, bytes, fct_us)
     <host>/cpu-before.txt, cpu-after.txt   first line of /proc/stat
     <host>/tc-{qdisc,class}-{before,after}.json   tc -s -j ... show dev DEV
     <host>/uname.txt, started.txt, sysctl.txt
@@ -21,7 +23,7 @@ output goes to RUN_DIR/raw.json unless --out is given; --report then runs
 testbed/report.py raw.json --out DIR (DIR: report/ next to raw.json) when
 that file exists.
 
-Exit status: 0; 1 when a flow has no usable iperf3 result (raw.json is
+Exit status: 0; 1 when a flow has no usable iperf3 or dltraffic result (raw.json is
 still written, the flow with bytes 0 and an "error"); 3 when report.py fails.
 """
 import argparse
@@ -111,7 +113,49 @@ def port_record(node, dev, qd_before, qd_after, cl_before, cl_after):
             "overlimits": delta("overlimits")}
 
 
-def flow_record(flow, hostdir):
+def sized_results(hostdir):
+    """a sender's `dltraffic sched` records (sized.json), by flow id"""
+    out = {}
+    try:
+        with open(os.path.join(hostdir, "sized.json")) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        try:
+            j = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(j, dict) and j.get("type") == "flow" and "id" in j:
+            out[str(j["id"])] = j
+    return out
+
+
+def sized_record(flow, hostdir, results):
+    """a sized flow: bytes and completion time from dltraffic"""
+    rec = {"id": flow["id"], "src": flow["src"], "dst": flow["dst"],
+           "kind": flow.get("kind"), "bytes": 0, "duration_s": 0.0, "tput_bps": 0.0,
+           "fct_us": None, "intervals_bps": [],
+           "deadline_us": flow.get("deadline_us"), "met_deadline": None}
+    res = results.get(str(flow["id"]))
+    if not res or res.get("fct_us") is None:
+        rc = read_text(os.path.join(hostdir, "sized.rc"), "?")
+        err = read_text(os.path.join(hostdir, "sized.err"))[-300:]
+        rec["error"] = (f"dltraffic sched (exit {rc}): " +
+                        (str(res.get("error")) if res else "no record") + f" {err}").strip()
+        return rec
+    rec["bytes"] = int(res.get("bytes", 0))
+    rec["fct_us"] = float(res["fct_us"])
+    rec["duration_s"] = rec["fct_us"] / 1e6
+    rec["tput_bps"] = rec["bytes"] * 8 / max(rec["duration_s"], 1e-6)
+    if flow.get("deadline_us"):
+        rec["met_deadline"] = rec["fct_us"] <= flow["deadline_us"]
+    return rec
+
+
+def flow_record(flow, hostdir, sized=None):
+    if flow.get("bytes"):
+        return sized_record(flow, hostdir, sized if sized is not None else sized_results(hostdir))
     name = f"flow-{flow['id']}-{flow['src']}-{flow['dst']}"
     rec = {"id": flow["id"], "src": flow["src"], "dst": flow["dst"],
            "kind": flow.get("kind"), "bytes": 0,
@@ -138,11 +182,6 @@ def flow_record(flow, hostdir):
     ivs = server.get("intervals") or j.get("intervals") or []
     rec["intervals_bps"] = [float(iv["sum"]["bits_per_second"]) for iv in ivs
                             if isinstance(iv.get("sum"), dict)]
-    if flow.get("bytes"):
-        # a sized flow: its completion time is how long the transfer took
-        rec["fct_us"] = round(rec["duration_s"] * 1e6)
-    if flow.get("deadline_us") and rec["fct_us"] is not None:
-        rec["met_deadline"] = rec["fct_us"] <= flow["deadline_us"]
     return rec
 
 
@@ -180,7 +219,9 @@ def collect_run(run_dir):
     hosts = exp.get("hosts") or sorted(d for d in os.listdir(run_dir)
                                         if os.path.isdir(os.path.join(run_dir, d)))
     dev = exp.get("dev", "eth0")
-    flows = [flow_record(f, os.path.join(run_dir, f["src"])) for f in flow_list]
+    sized = {h: sized_results(os.path.join(run_dir, h))
+             for h in {f["src"] for f in flow_list if f.get("bytes")}}
+    flows = [flow_record(f, os.path.join(run_dir, f["src"]), sized.get(f["src"])) for f in flow_list]
     ports, cpu, info = [], {}, {}
     for h in hosts:
         hd = os.path.join(run_dir, h)

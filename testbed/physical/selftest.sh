@@ -14,6 +14,9 @@
 # must hold one record per flow, each with throughput, HTB counters on
 # every port and the sysctls as set.  Everything is removed on exit.
 #
+# With DCNET_PHYS_MICE=N (2; 0: none) N 50 KB mice per host run alongside
+# (workloads.py --with mice): sized flows, through dltraffic sched and
+# server; each must report its FCT.
 # Environment: DCNET_PHYS_HOSTS (3), DCNET_PHYS_DURATION (3),
 # DCNET_OUT (results go to $DCNET_OUT/physical-selftest/, else
 # /tmp/dcnet-physical-selftest/), DCNET_TC (tc binary, default tc),
@@ -31,6 +34,7 @@ set -eu
 N=${DCNET_PHYS_HOSTS:-3}
 DURATION=${DCNET_PHYS_DURATION:-3}
 MODE=${DCNET_PHYS_MODE:-tcp}
+MICE=${DCNET_PHYS_MICE:-2}
 case $MODE in tcp|mptcp) ;; *) echo "selftest: DCNET_PHYS_MODE is tcp or mptcp" >&2; exit 2 ;; esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -47,6 +51,7 @@ die() { say "FAIL: $*"; exit 1; }
 [ -x /usr/sbin/sshd ] || die "no /usr/sbin/sshd (apt-get install openssh-server, or make deps)"
 [ -x "$VENV/bin/ansible-playbook" ] || die "no $VENV/bin/ansible-playbook (make deps)"
 command -v iperf3 >/dev/null || die "no iperf3"
+[ "$MICE" = 0 ] || [ -x "$ROOT/testbed/tools/dltraffic" ] || die "no testbed/tools/dltraffic (make tools)"
 if [ "$MODE" = mptcp ]; then
 	command -v mptcpize >/dev/null || die "no mptcpize (apt-get install mptcpize)"
 	[ -e /proc/sys/net/mptcp/enabled ] || die "this kernel has no MPTCP"
@@ -251,6 +256,7 @@ dcnet_remote_dir: $T/remote
 dcnet_workloads_py: $WORKLOADS
 dcnet_workload: stride
 dcnet_stride: 1
+dcnet_workload_args: "$( [ "$MICE" -gt 0 ] && echo "--with mice --count $MICE" )"
 dcnet_seed: 1
 dcnet_duration: $DURATION
 dcnet_mode: $MODE
@@ -334,7 +340,14 @@ run = runs[0]
 flows = run["flows"]
 if sorted(f["id"] for f in flows) != sorted(f["id"] for f in want) or len(flows) != len(want):
     bad.append(f"{len(flows)} flow records for {len(want)} flows")
+sized = {f["id"]: f for f in want if f.get("bytes")}
 for f in flows:
+    if f["id"] in sized:
+        # a mouse: dltraffic's FCT for exactly its bytes
+        if not (f["bytes"] == sized[f["id"]]["bytes"] and (f["fct_us"] or 0) > 0):
+            bad.append(f"sized flow {f['id']} {f['src']}->{f['dst']}: {f['bytes']} bytes,"
+                       f" fct {f['fct_us']} ({f.get('error', '')})")
+        continue
     if not (f["bytes"] > 0 and f["tput_bps"] > 0 and f["intervals_bps"]):
         bad.append(f"flow {f['id']} {f['src']}->{f['dst']}: no throughput ({f.get('error', '')})")
     # the sysctl reached the sockets: iperf3 names the sender's congestion control
@@ -362,7 +375,8 @@ for h in hosts:
             bad.append(f"{h}: accepted no MPTCP connection (MPCapableSYNRX {capable})")
 if meta.get("kernel") != os.uname().release:
     bad.append(f"kernel {meta.get('kernel')} != {os.uname().release}")
-tputs = [f["tput_bps"] / 1e6 for f in flows]
+tputs = [f["tput_bps"] / 1e6 for f in flows if f["id"] not in sized] or [0]
+fcts = sorted(f["fct_us"] / 1e3 for f in flows if f["id"] in sized and f["fct_us"])
 report = os.path.isdir(os.path.join(run_dir, "report"))
 has_report_py = os.path.exists(os.path.join(root, "testbed", "report.py"))
 note = ("report written" if report else
@@ -373,7 +387,9 @@ if bad:
     print("selftest: FAIL: " + "; ".join(bad[:8]))
     sys.exit(1)
 print(f"selftest: PASS: {n} hosts over ssh, {mode}, {len(flows)} flows, "
-      f"{min(tputs):.0f}-{max(tputs):.0f} Mbit/s per flow, htb on {len(ports)} ports, "
+      f"{min(tputs):.0f}-{max(tputs):.0f} Mbit/s per elephant, "
+      + (f"{len(fcts)} mice, FCT {fcts[0]:.1f}-{fcts[-1]:.1f} ms, " if fcts else "")
+      + f"htb on {len(ports)} ports, "
       f"kernel {meta['kernel']}, {note}, "
       + (f"MPTCP accepted,joined {' '.join(f'{h}={v}' for h, v in mib.items())}, " if mode == "mptcp" else "")
       + f"{secs} s; raw.json: {os.path.join(run_dir, 'raw.json')}")

@@ -158,3 +158,58 @@ def test_sized_flow_schedules(tmp_path):
     r = testbed_run.sized_record(mice[0], dict(bytes=51200, fct_us=400000))
     assert r["fct_us"] == 400000 and abs(r["tput_bps"] - 51200 * 8 / 0.4) < 1
     assert testbed_run.sized_record(mice[0], None)["fct_us"] is None
+
+
+def test_physical_sized_flows(tmp_path):
+    """the Ansible path: the clients template gives a sender's sized flows
+    to one `dltraffic sched` (start times in us, a shuffle's in order) and
+    its elephants to iperf3; the servers template starts one dltraffic
+    server beside the iperf3 ones; collect.py reads the FCTs back"""
+    import subprocess
+    import jinja2
+    sys.path.insert(0, os.path.join(ROOT, "testbed", "physical"))
+    import collect
+
+    hosts = ["h1", "h2", "h3"]
+    flows = workloads.renumber(workloads.generate("stride", hosts, stride=1, duration_s=3) +
+                               workloads.generate("mice", hosts, count=2, duration_s=3) +
+                               workloads.generate("shuffle", hosts, bytes=1000))
+    tdir = os.path.join(ROOT, "testbed", "physical", "roles", "workload", "templates")
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(tdir), trim_blocks=True,
+                             undefined=jinja2.StrictUndefined)
+    env.filters["quote"] = lambda s: "'" + str(s).replace("'", "'\"'\"'") + "'"
+    env.filters["combine"] = lambda a, b: {**a, **b}
+    common = dict(dcnet_sysctl_all={"net.ipv4.tcp_ecn": 1}, dcnet_rundir_remote="/tmp/x", dcnet_piddir_remote="/tmp/p", dcnet_mode="tcp",
+                  dcnet_sized_port=5200, dcnet_dltraffic_remote="/tmp/b/dltraffic", dcnet_tc="tc",
+                  dcnet_dev="eth0", dcnet_sysctl={"net.ipv4.tcp_ecn": 1}, dcnet_sysctl_extra={},
+                  dcnet_iperf3_interval=1, dcnet_iperf3_args="", dcnet_run_len=3,
+                  inventory_hostname="h1",
+                  hostvars={h: {"dcnet_ip": f"10.9.0.{i}"} for i, h in enumerate(hosts, 1)})
+    tx = [f for f in flows if f["src"] == "h1"]
+    cl = env.get_template("clients.sh.j2").render(tx=tx, **common)
+    assert subprocess.run(["sh", "-n"], input=cl, text=True).returncode == 0
+    sched = cl.split("<<'EOF_SCHED'\n")[1].split("\nEOF_SCHED")[0].splitlines()
+    sized = [f for f in tx if f.get("bytes")]
+    assert [int(x.split()[0]) for x in sched] == [f["id"] for f in sized]
+    for x, f in zip(sched, sized):
+        _id, peer, nbytes, at = x.split()
+        assert peer == f"10.9.0.{hosts.index(f['dst']) + 1}:5200" and int(nbytes) == f["bytes"]
+        assert at == ("+" if f.get("start_s") is None else str(int(f["start_s"] * 1e6)))
+    assert cl.count("iperf3 -c") == len([f for f in tx if not f.get("bytes")]) == 1
+    sv = env.get_template("servers.sh.j2").render(rx=[f for f in flows if f["dst"] == "h1"], **common)
+    assert subprocess.run(["sh", "-n"], input=sv, text=True).returncode == 0
+    assert sv.count("iperf3 -s") == 1 and sv.count("dltraffic' server -p 5200") == 1
+    # collect.py: h1's dltraffic records become the flows' FCTs; a flow
+    # without a record is an error, not a zero
+    hd = tmp_path / "h1"
+    hd.mkdir()
+    recs = [json.dumps(dict(type="flow", id=str(f["id"]), bytes=f["bytes"], fct_us=1000 + f["id"]))
+            for f in sized[1:]]
+    (hd / "sized.json").write_text("\n".join(["not json"] + recs) + "\n")
+    (hd / "sized.rc").write_text("1\n")
+    res = collect.sized_results(str(hd))
+    got = [collect.flow_record(f, str(hd), res) for f in sized]
+    assert got[0]["fct_us"] is None and "exit 1" in got[0]["error"]
+    for f, r in zip(sized[1:], got[1:]):
+        assert r["fct_us"] == 1000 + f["id"] and r["bytes"] == f["bytes"] and "error" not in r
+        assert abs(r["tput_bps"] - f["bytes"] * 8 / r["duration_s"]) < 1e-6
