@@ -772,6 +772,39 @@ def wait_for(frames, pred, seconds):
     return None
 
 
+def listener_and_client(b, fam, dst, port):
+    """a listener at dst:port in h2, and a non-blocking socket in h1 that
+    has not connected yet"""
+    with netns(b.lab.ns("h2")):
+        ls = socket.socket(fam, socket.SOCK_STREAM)
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind((dst, port))
+        ls.listen(4)
+    with netns(b.h1):
+        c = socket.socket(fam, socket.SOCK_STREAM)
+    c.setblocking(False)
+    return ls, c
+
+
+def control_resent_at_once(b, t, got, n0, ns, what, to, pick):
+    """notify host `to` of the first control packet pick() finds in the
+    capture (t, got) as soon as it shows: the notification is taken (ns's
+    counters from n0) and the packet is resent well before its 1 s timer"""
+    first_ = wait_for(got, pick, 0.9)
+    assert first_, f"no {what} seen"
+    t0, p0, raw0 = first_
+    t_nf = time.time()
+    b.notify(raw0, to=to)
+    t.join()
+    d = delta(n0, nstat(ns), FL_KEYS)
+    again = [ts for ts, out, raw in got for p in [parse(raw)]
+             if p and not out and pick(p) and p["seq"] == p0["seq"] and ts > t0]
+    print(f"{what}: {d}, notified {t_nf - t0:.3f} s after it, resent after"
+          f" {[round(ts - t0, 3) for ts in again]} s")
+    assert d["TcpExtTCPFastLaneNotify"] == 1 and d["TcpExtTCPFastLaneCtlResend"] == 1, d
+    assert again and again[0] - t0 < 0.9, f"the {what} was not resent before its timer"
+
+
 @pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
 def test_syn_and_fin_are_resent_at_once(blocked, v6):
     """a notification for a SYN in SYN_SENT resends it at once, long
@@ -785,33 +818,14 @@ def test_syn_and_fin_are_resent_at_once(blocked, v6):
     dst = b.lab.ip("h2", v6)
     tc("qdisc del dev h2 root", b.lab.sw, check=False)
     tc("qdisc add dev h2 root netem loss 100%", b.lab.sw)
-    with netns(b.lab.ns("h2")):
-        ls = socket.socket(fam, socket.SOCK_STREAM)
-        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        ls.bind((dst, port))
-        ls.listen(4)
-    with netns(b.h1):
-        c = socket.socket(fam, socket.SOCK_STREAM)
-    c.setblocking(False)
+    ls, c = listener_and_client(b, fam, dst, port)
     try:
         n0 = nstat(b.h1)
         t, got = b.watch(2.0)
         time.sleep(0.2)
         c.connect_ex((dst, port))
-        syn = wait_for(got, lambda p: p["dport"] == port and p["flags"] & 0x12 == 0x02, 0.9)
-        assert syn, "no SYN seen"
-        t_syn, p_syn, raw_syn = syn
-        t_nf = time.time()
-        b.notify(raw_syn)
-        t.join()
-        d = delta(n0, nstat(b.h1), FL_KEYS)
-        again = [ts for ts, out, raw in got for p in [parse(raw)]
-                 if p and not out and p["dport"] == port and p["flags"] & 0x12 == 0x02
-                 and p["seq"] == p_syn["seq"] and ts > t_syn]
-        print(f"SYN: {d}, notified {t_nf - t_syn:.3f} s after it, resent after"
-              f" {[round(ts - t_syn, 3) for ts in again]} s")
-        assert d["TcpExtTCPFastLaneNotify"] == 1 and d["TcpExtTCPFastLaneCtlResend"] == 1, d
-        assert again and again[0] - t_syn < 0.9, "the SYN was not resent before its timer"
+        control_resent_at_once(b, t, got, n0, b.h1, "SYN", "h1",
+                               lambda p: p["dport"] == port and p["flags"] & 0x12 == 0x02)
     finally:
         c.close()
         ls.close()
@@ -857,33 +871,14 @@ def test_synack_is_resent_at_once(blocked, v6):
     sh("sysctl -qw net.ipv4.tcp_fastlane=1", ns=h2)
     tc("qdisc del dev h2 root", b.lab.sw, check=False)
     tc("qdisc add dev h1 root netem loss 100%", b.lab.sw)
-    with netns(h2):
-        ls = socket.socket(fam, socket.SOCK_STREAM)
-        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        ls.bind((dst, port))
-        ls.listen(4)
-    with netns(b.h1):
-        c = socket.socket(fam, socket.SOCK_STREAM)
-    c.setblocking(False)
+    ls, c = listener_and_client(b, fam, dst, port)
     try:
         n0 = nstat(h2)
         t, got = sniff(b.lab.sw, "h2", 2.0)
         time.sleep(0.2)
         c.connect_ex((dst, port))
-        sa = wait_for(got, lambda p: p["sport"] == port and p["flags"] & 0x12 == 0x12, 0.9)
-        assert sa, "no SYN-ACK seen"
-        t_sa, p_sa, raw_sa = sa
-        t_nf = time.time()
-        b.notify(raw_sa, to="h2")
-        t.join()
-        d = delta(n0, nstat(h2), FL_KEYS)
-        again = [ts for ts, out, raw in got for p in [parse(raw)]
-                 if p and not out and p["sport"] == port and p["flags"] & 0x12 == 0x12
-                 and p["seq"] == p_sa["seq"] and ts > t_sa]
-        print(f"SYN-ACK: {d}, notified {t_nf - t_sa:.3f} s after it, resent after"
-              f" {[round(ts - t_sa, 3) for ts in again]} s")
-        assert d["TcpExtTCPFastLaneNotify"] == 1 and d["TcpExtTCPFastLaneCtlResend"] == 1, d
-        assert again and again[0] - t_sa < 0.9, "the SYN-ACK was not resent before its timer"
+        control_resent_at_once(b, t, got, n0, h2, "SYN-ACK", "h2",
+                               lambda p: p["sport"] == port and p["flags"] & 0x12 == 0x12)
     finally:
         c.close()
         ls.close()
