@@ -257,7 +257,14 @@ def share_while_both_run(recs, samples, first="h1", second="h2", until_us=None):
     return a / (a + b)
 
 
-@pytest.mark.parametrize("v6", [False, True])
+# IPv4 only in make check (IPv6 runs the same congestion control; its ECN
+# path stays covered by test_ecn_negotiated_and_state_in_ss): each run is
+# ~3 min in the debug guest, and the suite must fit CI's 90 minutes.
+# DCNET_D2TCP_V6=1 adds the IPv6 runs back.
+V6_SHARE = [False, True] if os.environ.get("DCNET_D2TCP_V6") == "1" else [False]
+
+
+@pytest.mark.parametrize("v6", V6_SHARE)
 def test_equal_share_without_deadlines(lab_factory, v6):
     lab = marking_lab(lab_factory, "f6" if v6 else "f4")
     recs, samples = two_flows(lab, [0, 0], v6=v6)
@@ -294,7 +301,7 @@ def d2tcp_test_params():
             f.write(value)
 
 
-@pytest.mark.parametrize("v6", [False, True])
+@pytest.mark.parametrize("v6", V6_SHARE)
 def test_nearer_deadline_gets_more(lab_factory, d2tcp_test_params, v6):
     lab = marking_lab(lab_factory, "d6" if v6 else "d4")
     # Alone at 2 Mbit/s a flow needs 5 s; at half the link, 10 s.  The near
