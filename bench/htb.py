@@ -263,11 +263,8 @@ def guest_main(a):
     FLOWS_RUN = [int(x) for x in a.flows.split(",")]
     out = os.environ["DCNET_OUT"]
     subprocess.run("modprobe tcp_dctcp", shell=True, check=True)
-    # a namespace may make only an allowed algorithm its default (EPERM)
-    allowed = open("/proc/sys/net/ipv4/tcp_allowed_congestion_control").read().split()
-    if "dctcp" not in allowed:
-        with open("/proc/sys/net/ipv4/tcp_allowed_congestion_control", "w") as f:
-            f.write(" ".join(allowed + ["dctcp"]))
+    from netlab import allow_congestion_controls
+    allow_congestion_controls(["dctcp"])
     sustained = calibrate()
     rate_mbit = a.rate_mbit or max(1, int(sustained * RATE_FRACTION))
     print(f"calibration: one unshaped flow {sustained:.1f} Mbit/s; limiter {rate_mbit} Mbit/s", flush=True)

@@ -114,6 +114,21 @@ class Lab:
         sh(f"ip netns del {self.sw}", check=False)
 
 
+def allow_congestion_controls(names):
+    """load each named congestion control and add it to
+    tcp_allowed_congestion_control: a namespace may make only an allowed
+    algorithm its default (EPERM otherwise)"""
+    path = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
+    with open(path) as f:
+        allowed = f.read().split()
+    want = [n for n in sorted(set(names)) if n not in allowed]
+    for n in want:
+        subprocess.run(["modprobe", f"tcp_{n}"], stderr=subprocess.DEVNULL)
+    if want:
+        with open(path, "w") as f:
+            f.write(" ".join(allowed + want))
+
+
 def json_lines(text):
     return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
 

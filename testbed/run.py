@@ -283,21 +283,11 @@ def topology_for(exp, scheme):
     return Topology(**t)
 
 
-def allow_congestion_controls(exp):
-    """load every congestion control the experiment names and allow it:
-    a namespace may make only an allowed algorithm its default (EPERM)"""
-    path = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
-    names = {str(d["net.ipv4.tcp_congestion_control"])
-             for d in [exp.get("sysctls", {})] + [sc.get("sysctls", {}) for sc in exp["schemes"]]
-             if "net.ipv4.tcp_congestion_control" in d}
-    with open(path) as f:
-        allowed = f.read().split()
-    want = [n for n in sorted(names) if n not in allowed]
-    for n in want:
-        subprocess.run(["modprobe", f"tcp_{n}"], stderr=subprocess.DEVNULL)
-    if want:
-        with open(path, "w") as f:
-            f.write(" ".join(allowed + want))
+def experiment_congestion_controls(exp):
+    """every congestion control an experiment or one of its schemes names"""
+    return {str(d["net.ipv4.tcp_congestion_control"])
+            for d in [exp.get("sysctls", {})] + [sc.get("sysctls", {}) for sc in exp["schemes"]]
+            if "net.ipv4.tcp_congestion_control" in d}
 
 
 def guest_main(a):
@@ -308,7 +298,8 @@ def guest_main(a):
     if a.duration:
         exp["duration_s"] = a.duration
     subprocess.run("modprobe tcp_dctcp; modprobe sch_fastlane", shell=True)
-    allow_congestion_controls(exp)
+    from netlab import allow_congestion_controls
+    allow_congestion_controls(experiment_congestion_controls(exp))
     base = topology_for(exp, {})
     raw = dict(meta=dict(platform="emulated", kernel=os.uname().release,
                          hosts=[f"h{i}" for i in range(1, base.n_hosts + 1)], link_mbit=base.link_mbit,
