@@ -40,8 +40,10 @@ import copy
 import datetime
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -142,6 +144,51 @@ def sized_record(flow, res):
     return rec
 
 
+class StartGate:
+    """A start barrier for the clients of one run.
+
+    Each client runs under `sh -c` that creates its ready file, then opens
+    a FIFO for reading, which blocks until the runner opens it for
+    writing; then it execs the client.  The runner opens the FIFO once
+    every client is ready and keeps it open until the run ends, so a
+    client that is late never blocks.
+    """
+    TIMEOUT_S = 120
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="testbed-gate-")
+        self.fifo = os.path.join(self.dir, "go")
+        os.mkfifo(self.fifo)
+        self.n = 0
+        self.fd = None
+
+    def argv(self, cmd):
+        ready = os.path.join(self.dir, f"ready.{self.n}")
+        self.n += 1
+        return ["sh", "-c", f': > {ready}; : < {self.fifo}; exec "$@"', "sh"] + cmd
+
+    def open(self):
+        """wait for every client (at most TIMEOUT_S), open the gate;
+        returns how many were not ready"""
+        t_end = time.time() + self.TIMEOUT_S
+        while time.time() < t_end:
+            ready = sum(1 for x in os.listdir(self.dir) if x.startswith("ready."))
+            if ready >= self.n:
+                break
+            time.sleep(0.1)
+        ready = sum(1 for x in os.listdir(self.dir) if x.startswith("ready."))
+        # O_RDWR never blocks on a FIFO (Linux): the gate opens even if
+        # no client has reached it yet
+        self.fd = os.open(self.fifo, os.O_RDWR)
+        return self.n - ready
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
 def run_one(fab, scheme, wl, flows, exp):
     duration = exp.get("duration_s", 10)
     mptcp = fab.mode == "mptcp"
@@ -181,19 +228,29 @@ def run_one(fab, scheme, wl, flows, exp):
         if missing:
             print(f"run: {node} is not listening on {sorted(missing)} after 30 s", flush=True)
     time.sleep(0.2)
-    t_cpu0 = cpu_busy()
+    # Every client waits at a start barrier: in the guest each process
+    # start takes 1-5 s, so clients started one after the other would
+    # overlap for only part of the run.
+    gate = StartGate()
     clients = []
     for f in flows:
-        clients.append((f, fab.spawn(f["src"], wrap + ["iperf3", "-c", fab.ip(f["dst"]), "-p", str(f["port"]),
-                                                       "-t", str(duration), "-i", "0.5", "-J",
-                                                       "--get-server-output"])))
+        clients.append((f, fab.spawn(f["src"], wrap + gate.argv(["iperf3", "-c", fab.ip(f["dst"]),
+                                                                "-p", str(f["port"]), "-t", str(duration),
+                                                                "-i", "0.5", "-J", "--get-server-output"]))))
     scheds = []
+    sched_lines = []
     for src, lines in sized_schedules(fab, sized).items():
-        p = fab.spawn(src, wrap + [DLTRAFFIC, "sched", "-p", str(SIZED_PORT)], stdin=subprocess.PIPE)
-        p.stdin.write(lines)
+        scheds.append(fab.spawn(src, wrap + gate.argv([DLTRAFFIC, "sched", "-p", str(SIZED_PORT)]),
+                                stdin=subprocess.PIPE))
+        sched_lines.append(lines)
+    late = gate.open()
+    if late:
+        print(f"run: {late} clients had not reached the start barrier after {gate.TIMEOUT_S} s", flush=True)
+    t_cpu0 = cpu_busy()
+    for p, lines in zip(scheds, sched_lines):
+        p.stdin.write(lines)    # after the barrier: sh does not read it
         p.stdin.close()
         p.stdin = None          # or communicate() flushes the closed pipe
-        scheds.append(p)
     log = f"/tmp/testbed-sockperf-{os.getpid()}.csv"
     if exp.get("rtt_probe", True):
         time.sleep(1.0)
@@ -245,6 +302,7 @@ def run_one(fab, scheme, wl, flows, exp):
                 done[str(j["id"])] = j
     recs += [sized_record(f, done.get(str(f["id"]))) for f in sized]
     t_cpu1 = cpu_busy()
+    gate.close()
     for t in timers:
         t.cancel()
     rtt = None
