@@ -213,3 +213,34 @@ def test_physical_sized_flows(tmp_path):
     for f, r in zip(sized[1:], got[1:]):
         assert r["fct_us"] == 1000 + f["id"] and r["bytes"] == f["bytes"] and "error" not in r
         assert abs(r["tput_bps"] - f["bytes"] * 8 / r["duration_s"]) < 1e-6
+
+
+def test_start_gate_holds_clients_then_starts_them_together():
+    """run.StartGate: no client starts before the gate opens, all start
+    within a short spread after it, a late client is not blocked, and
+    stdin reaches the client."""
+    import subprocess
+    import time
+
+    import run
+
+    gate = run.StartGate()
+    stamp = ["python3", "-c", "import time; print(time.monotonic())"]
+    procs = [subprocess.Popen(gate.argv(stamp), stdout=subprocess.PIPE, text=True) for _ in range(6)]
+    cat = subprocess.Popen(gate.argv(["wc", "-c"]), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    assert all(p.poll() is None for p in procs + [cat])
+    t_open = time.monotonic()
+    assert gate.open() == 0
+    starts = [float(p.communicate(timeout=30)[0]) for p in procs]
+    assert min(starts) >= t_open
+    assert max(starts) - min(starts) < 1.0
+    cat.stdin.write("x" * 100000)
+    cat.stdin.close()
+    cat.stdin = None
+    assert cat.communicate(timeout=30)[0].strip() == "100000"
+    late = subprocess.run(gate.argv(["echo", "late"]), capture_output=True, text=True, timeout=30)
+    assert late.stdout.strip() == "late"
+    d = gate.dir
+    gate.close()
+    assert not os.path.exists(d)
