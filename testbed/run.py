@@ -167,20 +167,20 @@ class StartGate:
         self.n += 1
         return ["sh", "-c", f': > {ready}; : < {self.fifo}; exec "$@"', "sh"] + cmd
 
+    def _ready(self):
+        return sum(1 for x in os.listdir(self.dir) if x.startswith("ready."))
+
     def open(self):
         """wait for every client (at most TIMEOUT_S), open the gate;
         returns how many were not ready"""
         t_end = time.time() + self.TIMEOUT_S
-        while time.time() < t_end:
-            ready = sum(1 for x in os.listdir(self.dir) if x.startswith("ready."))
-            if ready >= self.n:
-                break
+        while self._ready() < self.n and time.time() < t_end:
             time.sleep(0.1)
-        ready = sum(1 for x in os.listdir(self.dir) if x.startswith("ready."))
+        late = self.n - self._ready()
         # O_RDWR never blocks on a FIFO (Linux): the gate opens even if
         # no client has reached it yet
         self.fd = os.open(self.fifo, os.O_RDWR)
-        return self.n - ready
+        return late
 
     def close(self):
         if self.fd is not None:
