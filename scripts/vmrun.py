@@ -13,12 +13,31 @@ kernel splat (BUG, WARNING, KASAN, lockdep, Oops); the splat lines are
 printed.
 
 TCG is used unless DCNET_VM_ACCEL=kvm: nested KVM hangs on these machines.
+
+The clock (--clock, or DCNET_CLOCK when the flag is not given):
+  virtual  QEMU's instruction-counting clock (-icount shift=0,sleep=off):
+           the guest's time advances 1 ns per instruction and an idle
+           guest jumps to its next timer, so the guest sees a fixed-speed
+           machine (about 1 G instructions per virtual second) whatever
+           the host is doing.  Measurements repeat.  The benches, the
+           demonstration and the testbed use it by default.
+  real     plain TCG: the guest's clock is the host's.  Fastest in wall
+           time; what `make check` uses.
+OUT/vm.json records the clock, the shift, vCPUs, memory, kernel release
+and the repository's commit, for the reports' headers.
+
+The guest's root (the host's, over 9p) is mounted with the page cache on
+(cache=loose) unless DCNET_9P_CACHE=none: the host's files do not change
+under a run, and without a cache every process start re-reads its binary
+and libraries over 9p (1-5 s per start in the debug guest).
 """
 import argparse
+import json
 import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -51,8 +70,68 @@ def find_splats(dmesg):
     return [line for line in dmesg.splitlines() if SPLAT_RE.search(line)]
 
 
+CLOCKS = ("virtual", "real")
+ICOUNT_SHIFT = 0
+
+
+def clock_opts(clock):
+    """QEMU options for a clock (see the module's docstring)."""
+    if clock == "virtual":
+        return ["-icount", f"shift={ICOUNT_SHIFT},sleep=off"]
+    if clock == "real":
+        return []
+    raise ValueError(f"unknown clock {clock!r} (want one of {', '.join(CLOCKS)})")
+
+
+def default_clock(fallback):
+    """DCNET_CLOCK if set (and valid), else the caller's default."""
+    c = os.environ.get("DCNET_CLOCK", "").strip() or fallback
+    if c not in CLOCKS:
+        sys.exit(f"vmrun: DCNET_CLOCK={c!r}: want one of {', '.join(CLOCKS)}")
+    return c
+
+
+def root_flags(cache):
+    """Kernel arguments that remount the guest's 9p root with a cache mode.
+
+    virtme-ng mounts the root from rootflags=; a later rootflags= on the
+    command line wins."""
+    if cache in ("", "none"):
+        return []
+    return [f"rootflags=version=9p2000.L,trans=virtio,access=any,msize=524288,cache={cache}"]
+
+
+def git_commit():
+    try:
+        r = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty", "--abbrev=12"],
+                           capture_output=True, text=True, timeout=10)
+        return r.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def kill_group(proc, grace=5.0):
+    """End a process started with start_new_session=True and everything it
+    started (vng -> qemu): SIGTERM to the group, then SIGKILL."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            continue
+        # the leader is gone; make sure nothing of the group is left
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        return
+
+
 def vng_binary():
-    for cand in (os.path.join(ROOT, ".venv", "bin", "vng"), shutil.which("vng")):
+    for cand in (os.environ.get("DCNET_VNG"), os.path.join(ROOT, ".venv", "bin", "vng"), shutil.which("vng")):
         if cand and os.path.exists(cand):
             return cand
     sys.exit("vmrun: vng not found (run 'make deps')")
@@ -72,7 +151,7 @@ echo $rc > {out}/status
 """
 
 
-def run(kernel, out, cmd, timeout, cpus, memory, verbose):
+def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real"):
     kernel = os.path.abspath(kernel)
     out = os.path.abspath(out)
     if os.path.isdir(kernel):
@@ -84,7 +163,7 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose):
     if not os.path.exists(image):
         sys.exit(f"vmrun: no kernel image at {image} (build it first)")
     os.makedirs(out, exist_ok=True)
-    for name in ("status", "dmesg.txt", "guest.log"):
+    for name in ("status", "dmesg.txt", "guest.log", "vm.json"):
         try:
             os.unlink(os.path.join(out, name))
         except FileNotFoundError:
@@ -108,23 +187,45 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose):
             # in rcu_is_watching() from an interrupt taken during early
             # boot (identify_cpu), which taints the kernel and switches
             # lockdep off for the whole run.  4-level paging avoids it.
-            "--append", "no5lvl"]
+            "--append", " ".join(["no5lvl"] + root_flags(os.environ.get("DCNET_9P_CACHE", "loose")))]
+    qopts = clock_opts(clock)
+    if qopts:
+        argv.append("--qemu-opts=" + " ".join(qopts))
     if os.environ.get("DCNET_VM_ACCEL", "tcg") != "kvm":
         argv.insert(1, "--disable-kvm")
     if verbose:
         print("vmrun:", " ".join(shlex.quote(a) for a in argv), file=sys.stderr)
+    release = None
+    try:
+        with open(os.path.join(kdir, "include", "config", "kernel.release")) as f:
+            release = f.read().strip()
+    except OSError:
+        pass
+    meta = {"clock": clock, "icount_shift": ICOUNT_SHIFT if clock == "virtual" else None,
+            "qemu_opts": qopts, "accel": "kvm" if os.environ.get("DCNET_VM_ACCEL") == "kvm" else "tcg",
+            "cpus": cpus, "memory": memory, "kernel": release, "commit": git_commit(),
+            "9p_cache": os.environ.get("DCNET_9P_CACHE", "loose")}
+    with open(os.path.join(out, "vm.json"), "w") as f:
+        json.dump(meta, f, indent=1)
     t0 = time.time()
     console = os.path.join(out, "console.log")
     with open(console, "w") as con:
+        # vng wants a terminal-ish stdin; give it /dev/null.  Its own
+        # session, so that a timeout ends QEMU too, not only vng.
+        env = dict(os.environ)
+        env["PATH"] = os.path.dirname(argv[0]) + os.pathsep + env.get("PATH", "")
+        proc = subprocess.Popen(argv, cwd=kdir, stdin=subprocess.DEVNULL, stdout=con,
+                                stderr=subprocess.STDOUT, env=env, start_new_session=True)
         try:
-            # vng wants a terminal-ish stdin; give it /dev/null.
-            env = dict(os.environ)
-            env["PATH"] = os.path.dirname(argv[0]) + os.pathsep + env.get("PATH", "")
-            proc = subprocess.run(argv, cwd=kdir, stdin=subprocess.DEVNULL, stdout=con,
-                                  stderr=subprocess.STDOUT, timeout=timeout, env=env)
-            vng_rc = proc.returncode
+            vng_rc = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             vng_rc = None
+        except BaseException:
+            kill_group(proc)
+            raise
+        # Nothing of the run outlives it (QEMU after a timeout, a helper
+        # vng left behind).
+        kill_group(proc)
     elapsed = time.time() - t0
 
     status_file = os.path.join(out, "status")
@@ -138,10 +239,19 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose):
         with open(dmesg_file, errors="replace") as f:
             dmesg = f.read()
     splats = find_splats(dmesg)
+    # The console too: a splat just before a hang or panic never reaches
+    # dmesg.txt (written by the guest at the end).
+    try:
+        with open(console, errors="replace") as f:
+            for line in find_splats(f.read()):
+                if line not in splats:
+                    splats.append(line)
+    except OSError:
+        pass
 
     ok = status == 0 and not splats
     print(f"vmrun: {' '.join(cmd)}: guest status {status}, vng {vng_rc}, "
-          f"{len(splats)} splat lines, {elapsed:.0f} s", file=sys.stderr)
+          f"{len(splats)} splat lines, {elapsed:.0f} s, {clock} clock", file=sys.stderr)
     if vng_rc is None:
         print(f"vmrun: timed out after {timeout} s (console: {console})", file=sys.stderr)
     if status is None:
@@ -161,13 +271,16 @@ def main():
     ap.add_argument("--timeout", type=int, default=1800)
     ap.add_argument("--cpus", type=int, default=2)
     ap.add_argument("--memory", default="2G")
+    ap.add_argument("--clock", choices=CLOCKS, default=None,
+                    help="virtual (QEMU icount) or real; default: DCNET_CLOCK, else real")
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     cmd = a.cmd[1:] if a.cmd[:1] == ["--"] else a.cmd
     if not cmd:
         ap.error("no command")
-    sys.exit(run(a.kernel, a.out, cmd, a.timeout, a.cpus, a.memory, a.verbose))
+    clock = a.clock or default_clock("real")
+    sys.exit(run(a.kernel, a.out, cmd, a.timeout, a.cpus, a.memory, a.verbose, clock))
 
 
 if __name__ == "__main__":

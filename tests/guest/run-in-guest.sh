@@ -1,15 +1,17 @@
 #!/bin/sh
-# Runs inside the debug-kernel VM (scripts/check.sh): the pytest functional
-# suite first (its autoload tests want a kernel where nothing of ours is
-# loaded yet), then the KUnit suites of the patchset, loaded last and never
-# unloaded.  Results go to $DCNET_OUT.
+# Runs inside the debug-kernel VM (scripts/check.sh).  KUnit first (quick,
+# and its results survive a later hang), then the pytest functional suite.
+# The KUnit modules are unloaded again so that the autoload tests start
+# from a kernel where nothing of ours is loaded.  Results go to $DCNET_OUT:
+# kunit-SUITE.ktap per suite, guest-results.jsonl per test as it finishes,
+# guest-junit.xml at the end.
 out=${DCNET_OUT:?}
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 rc=0
-python -m pytest -p no:cacheprovider -v -rfEs --durations=40 tests/guest --junitxml="$out/guest-junit.xml" || rc=1
 # tcp_d2tcp_kunit compares D2TCP with DCTCP: both must be loadable.
 modprobe tcp_dctcp || rc=1
-for m in tcp_d2tcp_kunit sch_htb_ecn_kunit sch_fastlane_kunit tcp_fastlane_kunit; do
+kunit=$(grep -v -E '^[[:space:]]*(#|$)' tests/guest/kunit-modules)
+for m in $kunit; do
 	suite=$(echo "$m" | sed 's/_kunit$//')
 	if ! modprobe "$m"; then
 		echo "not ok 1 $suite # module $m did not load" > "$out/kunit-$suite.ktap"
@@ -17,5 +19,13 @@ for m in tcp_d2tcp_kunit sch_htb_ecn_kunit sch_fastlane_kunit tcp_fastlane_kunit
 		continue
 	fi
 	cat "/sys/kernel/debug/kunit/$suite/results" > "$out/kunit-$suite.ktap" 2>&1 || rc=1
+	echo "kunit: $suite: $(grep -c '^    ok ' "$out/kunit-$suite.ktap") ok, $(grep -c '^    not ok ' "$out/kunit-$suite.ktap") not ok"
 done
+for m in $kunit tcp_d2tcp tcp_dctcp sch_fastlane; do
+	grep -q "^$m " /proc/modules && { rmmod "$m" || echo "run-in-guest: could not unload $m"; }
+done
+PYTHONPATH=$PWD/scripts${PYTHONPATH:+:$PYTHONPATH} DCNET_JSONL="$out/guest-results.jsonl" \
+	python -m pytest -p no:cacheprovider -p pytest_jsonl -v -rfEs --durations=40 \
+	--timeout="${DCNET_TEST_TIMEOUT:-600}" --timeout-method=signal \
+	tests/guest --junitxml="$out/guest-junit.xml" || rc=1
 exit $rc

@@ -1,0 +1,215 @@
+"""make check's harness: a hanging test is reported by name and the suite
+goes on, a failing host test fails the check, a KUnit module that does not
+load fails its suite, a VM runner timeout leaves no process behind, and
+the clock switch gives QEMU the instruction-counting clock."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+import check_summary
+import vmrun
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPTS = os.path.join(ROOT, "scripts")
+
+
+def run_guest_like_pytest(tmp_path, body, timeout=3):
+    """Run pytest the way tests/guest/run-in-guest.sh does (the jsonl
+    plugin, pytest-timeout by signal) on a generated test file."""
+    tdir = tmp_path / "suite"
+    tdir.mkdir()
+    (tdir / "test_x.py").write_text(body)
+    gdir = tmp_path / "out" / "guest"
+    gdir.mkdir(parents=True)
+    env = dict(os.environ, PYTHONPATH=SCRIPTS, DCNET_JSONL=str(gdir / "guest-results.jsonl"))
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        "-p", "pytest_jsonl", f"--timeout={timeout}", "--timeout-method=signal",
+                        str(tdir)], env=env, capture_output=True, text=True, timeout=120)
+    return r, gdir
+
+
+def write_host_junit(out, failures=0):
+    cases = "".join(f'<testcase classname="h" name="ok{i}"/>' for i in range(2))
+    cases += "".join(f'<testcase classname="h" name="bad{i}"><failure/></testcase>'
+                     for i in range(failures))
+    (out / "host-junit.xml").write_text(f"<testsuites><testsuite>{cases}</testsuite></testsuites>")
+
+
+def write_kunit(gdir, suite, cases=2, top="ok"):
+    lines = ["KTAP version 1", f"# Subtest: {suite}", f"1..{cases}"]
+    lines += [f"    ok {i + 1} case{i}" for i in range(cases)]
+    lines.append(f"{top} 1 {suite}")
+    (gdir / f"kunit-{suite}.ktap").write_text("\n".join(lines) + "\n")
+
+
+def summary(out, capsys, **kw):
+    mods = out / "mods"
+    mods.write_text("# test\nalpha_kunit\nbeta_kunit\n")
+    argv = [str(out), "--host-rc", str(kw.get("host_rc", 0)), "--kunit-modules", str(mods)]
+    if kw.get("guest", True):
+        argv += ["--guest", "--vm-ok", str(kw.get("vm_ok", 1))]
+    rc = check_summary.main(argv)
+    return rc, capsys.readouterr().out
+
+
+def test_hanging_test_is_named_and_the_suite_goes_on(tmp_path, capsys):
+    r, gdir = run_guest_like_pytest(tmp_path, (
+        "import time\n"
+        "def test_a(): assert 1\n"
+        "def test_hangs(): time.sleep(3600)\n"
+        "def test_c(): assert 2\n"))
+    assert r.returncode == 1, r.stdout
+    out = gdir.parent
+    write_host_junit(out)
+    write_kunit(gdir, "alpha")
+    write_kunit(gdir, "beta")
+    rc, text = summary(out, capsys)
+    assert rc == 1
+    assert "FAILED guest: test_x.py::test_hangs" in text
+    # the tests before and after the hang still count
+    assert "  guest pytest: 2 passed, 1 failed, 0 skipped" in text
+    assert text.rstrip().endswith("8 passed, 1 failed")
+
+
+def test_vm_death_mid_test_names_the_running_test(tmp_path, capsys):
+    out = tmp_path
+    gdir = out / "guest"
+    gdir.mkdir()
+    write_host_junit(out)
+    write_kunit(gdir, "alpha")
+    write_kunit(gdir, "beta")
+    with open(gdir / "guest-results.jsonl", "w") as f:
+        for ev in ({"event": "start", "test": "t::a"},
+                   {"event": "result", "test": "t::a", "when": "call", "outcome": "passed"},
+                   {"event": "start", "test": "t::b"}):
+            f.write(json.dumps(ev) + "\n")
+        f.write('{"event": "res')      # cut short by the VM's end
+    rc, text = summary(out, capsys, vm_ok=0)
+    assert rc == 1
+    assert "FAILED guest: t::b started and never finished" in text
+    assert "FAILED vm:" in text
+    assert "  guest pytest: 1 passed, 1 failed, 0 skipped" in text
+
+
+def test_failing_host_test_fails_the_check(tmp_path, capsys):
+    write_host_junit(tmp_path, failures=1)
+    rc, text = summary(tmp_path, capsys, host_rc=1, guest=False)
+    assert rc == 1
+    assert "FAILED host: h::bad0" in text
+    assert text.rstrip().endswith("2 passed, 1 failed")
+
+
+def test_host_pytest_crash_fails_even_with_a_clean_junit(tmp_path, capsys):
+    write_host_junit(tmp_path)
+    rc, text = summary(tmp_path, capsys, host_rc=2, guest=False)
+    assert rc == 1
+    assert "FAILED host: pytest exited 2" in text
+
+
+def test_kunit_counted_per_suite_and_a_module_that_did_not_load_fails(tmp_path, capsys):
+    out = tmp_path
+    gdir = out / "guest"
+    gdir.mkdir()
+    write_host_junit(out)
+    write_kunit(gdir, "alpha", cases=3)
+    (gdir / "kunit-beta.ktap").write_text("not ok 1 beta # module beta_kunit did not load\n")
+    with open(gdir / "guest-results.jsonl", "w") as f:
+        f.write(json.dumps({"event": "result", "test": "t::a", "when": "call", "outcome": "passed"}) + "\n")
+    rc, text = summary(out, capsys)
+    assert rc == 1
+    assert "  kunit alpha: 3 passed, 0 failed, 0 skipped" in text
+    assert "FAILED kunit: beta: module beta_kunit did not load" in text
+    # alpha's passes must not make beta look fine
+    assert "  kunit beta: 0 passed, 1 failed" in text
+
+
+def test_kunit_suite_missing_entirely_fails(tmp_path, capsys):
+    out = tmp_path
+    gdir = out / "guest"
+    gdir.mkdir()
+    write_host_junit(out)
+    write_kunit(gdir, "alpha")
+    with open(gdir / "guest-results.jsonl", "w") as f:
+        f.write(json.dumps({"event": "result", "test": "t::a", "when": "call", "outcome": "passed"}) + "\n")
+    rc, text = summary(out, capsys)
+    assert rc == 1
+    assert "FAILED kunit: beta: no results" in text
+
+
+def test_clean_run_passes(tmp_path, capsys):
+    out = tmp_path
+    gdir = out / "guest"
+    gdir.mkdir()
+    write_host_junit(out)
+    write_kunit(gdir, "alpha")
+    write_kunit(gdir, "beta")
+    with open(gdir / "guest-results.jsonl", "w") as f:
+        for t in ("t::a", "t::b"):
+            f.write(json.dumps({"event": "start", "test": t}) + "\n")
+            f.write(json.dumps({"event": "result", "test": t, "when": "call", "outcome": "passed"}) + "\n")
+        f.write(json.dumps({"event": "result", "test": "t::c", "when": "setup", "outcome": "skipped"}) + "\n")
+    rc, text = summary(out, capsys)
+    assert rc == 0, text
+    assert text.rstrip().endswith("8 passed, 0 failed, 1 skipped")
+
+
+FAKE_VNG = """#!/bin/sh
+# a vng that starts a "qemu" child and hangs
+sleep 3600 &
+echo $! > {pidfile}
+wait
+"""
+
+
+def test_vm_timeout_ends_qemu_too(tmp_path, monkeypatch):
+    pidfile = tmp_path / "child.pid"
+    vng = tmp_path / "vng"
+    vng.write_text(FAKE_VNG.format(pidfile=pidfile))
+    vng.chmod(0o755)
+    kdir = tmp_path / "k"
+    (kdir / "arch/x86/boot").mkdir(parents=True)
+    (kdir / "arch/x86/boot/bzImage").write_text("")
+    monkeypatch.setenv("DCNET_VNG", str(vng))
+    t0 = time.time()
+    rc = vmrun.run(str(kdir), str(tmp_path / "out"), ["true"], timeout=2, cpus=1,
+                   memory="1G", verbose=False, clock="virtual")
+    assert rc == 1
+    assert time.time() - t0 < 30
+    child = int(pidfile.read_text())
+    for _ in range(50):
+        if not os.path.exists(f"/proc/{child}") or \
+                open(f"/proc/{child}/stat").read().split()[2] == "Z":
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"the fake QEMU (pid {child}) survived the timeout")
+    meta = json.load(open(tmp_path / "out" / "vm.json"))
+    assert meta["clock"] == "virtual" and meta["icount_shift"] == 0
+
+
+def test_clock_options():
+    assert vmrun.clock_opts("virtual") == ["-icount", "shift=0,sleep=off"]
+    assert vmrun.clock_opts("real") == []
+    with pytest.raises(ValueError):
+        vmrun.clock_opts("fast")
+
+
+def test_console_splat_fails_the_run(tmp_path, monkeypatch):
+    vng = tmp_path / "vng"
+    # a guest that reports success, but whose console shows a splat
+    vng.write_text("#!/bin/sh\nfor a; do case $a in sh\\ *) s=${a#sh };; esac; done\n"
+                   "echo '[ 1.0] BUG: KASAN: use-after-free in x'\n"
+                   "out=$(sed -n 's/^export DCNET_OUT=//p' $s); echo 0 > $out/status\n")
+    vng.chmod(0o755)
+    kdir = tmp_path / "k"
+    (kdir / "arch/x86/boot").mkdir(parents=True)
+    (kdir / "arch/x86/boot/bzImage").write_text("")
+    monkeypatch.setenv("DCNET_VNG", str(vng))
+    rc = vmrun.run(str(kdir), str(tmp_path / "out"), ["true"], timeout=20, cpus=1,
+                   memory="1G", verbose=False)
+    assert (tmp_path / "out" / "status").read_text().strip() == "0"
+    assert rc == 1
