@@ -21,6 +21,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "testbed"))
+sys.path.insert(0, ROOT)
+from dcnet import hostrun  # noqa: E402
+from dcnet.stats import percentile  # noqa: E402
 
 SCHEMES = ["dctcp", "d2tcp"]
 
@@ -220,8 +223,8 @@ def analyse(raw):
             fcts = sorted(r["fct_us"] for r in flows)
             rows.append(dict(cc=run["cc"], fanin=run["fanin"], responses=len(flows), missed=missed,
                              missed_fraction=missed / max(1, len(flows)),
-                             fct_p50_ms=fcts[len(fcts) // 2] / 1000 if fcts else None,
-                             fct_p99_ms=fcts[int(len(fcts) * 0.99)] / 1000 if fcts else None,
+                             fct_p50_ms=percentile(fcts, 50) / 1000 if fcts else None,
+                             fct_p99_ms=percentile(fcts, 99) / 1000 if fcts else None,
                              background_flows=len(bg),
                              background_mbit_mean=sum(bg_mbit) / len(bg_mbit) if bg_mbit else None))
         res["fig7"] = dict(scale=raw["fig7_scale"], time_scale=raw["fig7_time_scale"],
@@ -282,14 +285,14 @@ def plots(raw, res, out):
     return pngs
 
 
-def report(res, pngs, out, elapsed):
+def report(res, pngs, out):
     L = ["# D2TCP against DCTCP", "",
-         f"Kernel `{res['kernel']}` under virtme-ng, TCG, 2 vCPUs. One unshaped cubic flow "
+         f"Kernel `{res['kernel']}` under virtme-ng, 2 vCPUs. One unshaped cubic flow "
          f"through the router namespace sustained {res['sustained_mbit'] or 0:.1f} Mbit/s in this guest; "
          f"the bottleneck is scaled to that. "
          f"Bottleneck: HTB {res['rate_mbit']} Mbit/s with RED marking CE above K = {res['k_bytes']} B "
          f"(min = K, max = K + 1 packet, probability 1), {res['queue_bytes']} B buffer. "
-         f"Both schemes in the same run, same topology, same seeds. Run time {elapsed:.0f} s.", ""]
+         f"Both schemes in the same run, same topology, same seeds.", ""]
     if "fig6" in res:
         f6 = res["fig6"]
         L += ["## Deadline microbenchmark (paper Fig. 6)", "",
@@ -332,34 +335,20 @@ def report(res, pngs, out, elapsed):
 
 
 def host_main(a):
-    out = os.path.abspath(a.out)
-    os.makedirs(out, exist_ok=True)
-    t0 = time.time()
-    cmd = [os.path.join(ROOT, ".venv", "bin", "python"), os.path.abspath(__file__), "--guest",
+    cmd = [hostrun.GUEST_PY, os.path.abspath(__file__), "--guest",
            "--reps", str(a.reps), "--queries", str(a.queries), "--rate-mbit", str(a.rate_mbit)]
     if a.only:
         cmd += ["--only", a.only]
-    rc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "vmrun.py"), "--kernel", a.kernel,
-                         "--out", out, "--timeout", "3600", "--"] + cmd).returncode
-    with open(os.path.join(out, "guest.log"), errors="replace") as f:
-        sys.stdout.write(f.read())
-    if rc != 0 or not os.path.exists(os.path.join(out, "raw.json")):
-        sys.exit("bench: the guest run failed")
-    with open(os.path.join(out, "raw.json")) as f:
-        raw = json.load(f)
-    res = analyse(raw)
-    with open(os.path.join(out, "results.json"), "w") as f:
-        json.dump(res, f, indent=1)
-    pngs = plots(raw, res, out)
-    report(res, pngs, out, time.time() - t0)
-    print(open(os.path.join(out, "report.md")).read())
+
+    def render(raw, res, out):
+        report(res, plots(raw, res, out), out)
+    hostrun.run(a, cmd, analyse, render, "bench-d2tcp")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--guest", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--kernel", default=os.path.expanduser("~/.cache/dcnet/build/obj-release"))
-    ap.add_argument("--out", default=os.path.join(ROOT, "results", "bench-d2tcp"))
+    hostrun.add_args(ap, os.path.join(ROOT, "results", "bench-d2tcp"))
     ap.add_argument("--only", choices=["fig6", "fig7"])
     ap.add_argument("--reps", type=int, default=3, help="repetitions of fig6 per scheme")
     ap.add_argument("--rate-mbit", type=int, default=0,

@@ -36,6 +36,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "testbed"))
+sys.path.insert(0, ROOT)
+from dcnet import hostrun  # noqa: E402
+from dcnet.stats import percentile  # noqa: E402
 
 SCHEMES = ["tcp", "tcp-rto10", "tcp-fastlane", "dctcp", "dctcp-fastlane"]
 RATE_FRACTION = 0.2
@@ -267,8 +270,8 @@ def guest_main(a):
 # ----------------------------------------------------------------- host side
 
 def pct(v, p):
-    v = sorted(v)
-    return v[min(len(v) - 1, int(len(v) * p))] if v else None
+    """p as a fraction (0.999): dcnet.stats.percentile, interpolated."""
+    return percentile(v, p * 100)
 
 
 def analyse(raw):
@@ -365,13 +368,12 @@ def fmt(v, f="{:.1f}"):
     return "-" if v is None else f.format(v)
 
 
-def report(res, pngs, out, elapsed):
+def report(res, pngs, out):
     L = ["# FastLane against TCP's own loss recovery", "",
-         f"Kernel `{res['kernel']}` under virtme-ng, TCG, 2 vCPUs. One unshaped flow sustained "
+         f"Kernel `{res['kernel']}` under virtme-ng, 2 vCPUs. One unshaped flow sustained "
          f"{res['sustained_mbit']:.1f} Mbit/s; the aggregator's port is HTB {res['rate_mbit']} Mbit/s "
          f"(scale {res['rate_mbit'] / 10000:.4f} of the paper's 10 Gbit/s) over a {res['buffer']} B port buffer; "
-         f"DCTCP's K = {res['k_bytes']} B. All schemes in one run, same namespaces and seeds. "
-         f"Run time {elapsed:.0f} s.", ""]
+         f"DCTCP's K = {res['k_bytes']} B. All schemes in one run, same namespaces and seeds.", ""]
     if res["pa"]:
         L += ["## Partition-aggregate (paper Sec. 5)", "",
               f"Short responses {'/'.join(map(str, SIZES_KB))} KB fanned in to at most {TOTAL_KB} KB per query "
@@ -420,10 +422,7 @@ def report(res, pngs, out, elapsed):
 
 
 def host_main(a):
-    out = os.path.abspath(a.out)
-    os.makedirs(out, exist_ok=True)
-    t0 = time.time()
-    cmd = [os.path.join(ROOT, ".venv", "bin", "python"), os.path.abspath(__file__), "--guest",
+    cmd = [hostrun.GUEST_PY, os.path.abspath(__file__), "--guest",
            "--duration", str(a.duration), "--rate-mbit", str(a.rate_mbit),
            "--incast-queries", str(a.incast_queries)]
     if a.only:
@@ -432,27 +431,16 @@ def host_main(a):
         cmd += ["--loads", ",".join(str(x) for x in a.loads)]
     if a.incast_n:
         cmd += ["--incast-n", ",".join(str(x) for x in a.incast_n)]
-    rc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "vmrun.py"), "--kernel", a.kernel,
-                         "--out", out, "--timeout", "5400", "--"] + cmd).returncode
-    with open(os.path.join(out, "guest.log"), errors="replace") as f:
-        sys.stdout.write(f.read())
-    if rc != 0 or not os.path.exists(os.path.join(out, "raw.json")):
-        sys.exit("bench: the guest run failed")
-    with open(os.path.join(out, "raw.json")) as f:
-        raw = json.load(f)
-    res = analyse(raw)
-    with open(os.path.join(out, "results.json"), "w") as f:
-        json.dump(res, f, indent=1)
-    pngs = plots(res, out)
-    report(res, pngs, out, time.time() - t0)
-    print(open(os.path.join(out, "report.md")).read())
+
+    def render(raw, res, out):
+        report(res, plots(res, out), out)
+    hostrun.run(a, cmd, analyse, render, "bench-fastlane")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--guest", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--kernel", default=os.path.expanduser("~/.cache/dcnet/build/obj-release"))
-    ap.add_argument("--out", default=os.path.join(ROOT, "results", "bench-fastlane"))
+    hostrun.add_args(ap, os.path.join(ROOT, "results", "bench-fastlane"), timeout=5400)
     ap.add_argument("--only", choices=["pa", "incast"])
     ap.add_argument("--duration", type=int, default=15, help="seconds per partition-aggregate cell")
     ap.add_argument("--loads", type=lambda s: [float(x) for x in s.split(",")], default=None)

@@ -34,6 +34,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "testbed"))
+sys.path.insert(0, ROOT)
+from dcnet import hostrun  # noqa: E402
 
 SCHEMES = ["plain", "ce", "ece", "rwnd", "fq_codel"]
 CC = dict(plain="cubic", ce="dctcp", ece="dctcp", rwnd="cubic", fq_codel="dctcp")
@@ -405,13 +407,13 @@ def fmt_us(v):
     return "-" if v is None else (f"{v / 1000:.2f} ms" if v >= 1000 else f"{v:.0f} us")
 
 
-def report(res, pngs, out, elapsed):
+def report(res, pngs, out):
     u = res["unloaded_rtt"]
     L = [f"# bench-htb: HTB congestion signals ({res['kernel']})", "",
          f"Limiter R = {res['rate_mbit']} Mbit/s ({RATE_FRACTION} of the {res['sustained_mbit']:.0f} Mbit/s one "
-         f"unshaped flow sustained in this TCG guest; the paper's limiters are 1-8 Gbit/s, a scale of "
+         f"unshaped flow sustained in this guest; the paper's limiters are 1-8 Gbit/s, a scale of "
          f"{res['rate_mbit'] / 1000:.3f} against 1 Gbit/s).  K = {res['k_bytes']} bytes; "
-         f"{res['duration_s']} s per cell; run took {elapsed / 60:.1f} min.", "",
+         f"{res['duration_s']} s per cell.", "",
          f"Unloaded RTT through the configured limiter (sockperf, round trip): p50 {fmt_us(u['p50_us'])}, "
          f"p99.9 {fmt_us(u['p999_us'])}.", "",
          "## Table 1: one sender, one receiver", "",
@@ -443,35 +445,21 @@ def report(res, pngs, out, elapsed):
 
 
 def host_main(a):
-    out = os.path.abspath(a.out)
-    os.makedirs(out, exist_ok=True)
-    t0 = time.time()
-    cmd = [os.path.join(ROOT, ".venv", "bin", "python"), os.path.abspath(__file__), "--guest",
+    cmd = [hostrun.GUEST_PY, os.path.abspath(__file__), "--guest",
            "--rate-mbit", str(a.rate_mbit), "--duration", str(a.duration)]
     if a.no_table2:
         cmd.append("--no-table2")
     cmd += ["--flows", a.flows]
-    rc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "vmrun.py"), "--kernel", a.kernel,
-                         "--out", out, "--timeout", "3600", "--"] + cmd).returncode
-    with open(os.path.join(out, "guest.log"), errors="replace") as f:
-        sys.stdout.write(f.read())
-    if rc != 0 or not os.path.exists(os.path.join(out, "raw.json")):
-        sys.exit("bench: the guest run failed")
-    with open(os.path.join(out, "raw.json")) as f:
-        raw = json.load(f)
-    res = analyse(raw)
-    with open(os.path.join(out, "results.json"), "w") as f:
-        json.dump(res, f, indent=1)
-    pngs = plots(raw, res, out)
-    report(res, pngs, out, time.time() - t0)
-    print(open(os.path.join(out, "report.md")).read())
+
+    def render(raw, res, out):
+        report(res, plots(raw, res, out), out)
+    hostrun.run(a, cmd, analyse, render, "bench-htb")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--guest", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--kernel", default=os.path.expanduser("~/.cache/dcnet/build/obj-release"))
-    ap.add_argument("--out", default=os.path.join(ROOT, "results", "bench-htb"))
+    hostrun.add_args(ap, os.path.join(ROOT, "results", "bench-htb"))
     ap.add_argument("--rate-mbit", type=int, default=0,
                     help="limiter rate; 0 (default): measure the guest and scale to it")
     ap.add_argument("--duration", type=int, default=DURATION_S, help="seconds per cell")

@@ -218,7 +218,10 @@ class Fabric:
     def _port_qdisc(self, dev, host_nic=False):
         t = self.topo
         rate = t.link_mbit
-        if not host_nic and dev.startswith("s") and t.fabric_mbit and t.kind == "clos":
+        # leaf-spine links, both directions: a leaf's ports to spines are
+        # named s1.., a spine's ports to leaves l1..
+        if not host_nic and t.fabric_mbit and t.kind == "clos" and dev[:1] in ("s", "l") \
+                and dev[1:].isdigit():
             rate = t.fabric_mbit
         L = [f"qdisc replace dev {dev} root handle 1: htb default 1",
              f"class add dev {dev} parent 1: classid 1:1 htb rate {rate}mbit ceil {rate}mbit"

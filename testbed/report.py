@@ -32,19 +32,15 @@ import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+from dcnet.stats import percentile  # noqa: E402
 SCHEMA = os.path.join(HERE, "report.schema.json")
 SIZE_CLASSES = [(10 * 1024, "<10KB"), (100 * 1024, "10-100KB"), (1 << 20, "100KB-1MB"),
                 (10 << 20, "1-10MB"), (float("inf"), ">10MB")]
 
 
 def pct(xs, p):
-    if not xs:
-        return None
-    xs = sorted(xs)
-    k = (len(xs) - 1) * p / 100
-    lo = int(k)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+    return percentile(xs, p)
 
 
 def jain(xs):

@@ -16,8 +16,14 @@ destination host.
 Elephant patterns (Presto, Sec. 5, after Hedera and MPTCP):
   stride      host i sends to host (i + stride) mod N (stride 8 of 16)
   bijection   a random permutation without fixed points
-  random      every host to a uniformly random other host (collisions allowed)
-  shuffle     every host to every other host, in random order, one at a time
+  random      every host to a uniformly random host not under its own leaf
+              (several senders may share a receiver)
+  shuffle     every host to every other host, in random order, two
+              transfers at a time (each flow's "lane", 0 or 1, is a chain
+              of transfers one after the other)
+The Presto paper's random and bijection never pick a destination in the
+sender's own pod: with hosts_per_leaf (hosts h1.. placed on leaves in
+order, as testbed/fabric.py does) neither picks one under the same leaf.
 Sized flows:
   mice        50 KB flows with an application-level ack every 100 ms, as
               Presto's mice next to the elephants
@@ -70,35 +76,57 @@ def stride(hosts, stride=8, duration_s=10, **_):
                    for i in range(n)])
 
 
-def bijection(hosts, seed=1, duration_s=10, **_):
+def _pod(i, hosts_per_leaf):
+    """the leaf of the i-th host (0-based); one pod when not given"""
+    return i // hosts_per_leaf if hosts_per_leaf else 0
+
+
+def _other_pod(n, hosts_per_leaf):
+    """per host index, the indices it may send to: another leaf's hosts, or
+    (one leaf only) every other host"""
+    if hosts_per_leaf and n > hosts_per_leaf:
+        return [[j for j in range(n) if _pod(j, hosts_per_leaf) != _pod(i, hosts_per_leaf)]
+                for i in range(n)]
+    return [[j for j in range(n) if j != i] for i in range(n)]
+
+
+def bijection(hosts, seed=1, duration_s=10, hosts_per_leaf=None, **_):
     rng = random.Random(seed)
     n = len(hosts)
     if n < 2:
         raise ValueError("bijection needs at least 2 hosts")
-    while True:
+    allowed = [set(a) for a in _other_pod(n, hosts_per_leaf)]
+    for _try in range(100000):
         perm = list(range(n))
         rng.shuffle(perm)
-        if all(perm[i] != i for i in range(n)):
+        if all(perm[i] in allowed[i] for i in range(n)):
             break
+    else:
+        raise ValueError(f"no bijection of {n} hosts avoids their own leaf")
     return _ports([dict(src=hosts[i], dst=hosts[perm[i]], kind="elephant", duration_s=duration_s)
                    for i in range(n)])
 
 
-def random_pattern(hosts, seed=1, duration_s=10, **_):
+def random_pattern(hosts, seed=1, duration_s=10, hosts_per_leaf=None, **_):
     rng = random.Random(seed)
-    return _ports([dict(src=h, dst=rng.choice([d for d in hosts if d != h]), kind="elephant",
-                        duration_s=duration_s) for h in hosts])
+    allowed = _other_pod(len(hosts), hosts_per_leaf)
+    return _ports([dict(src=h, dst=hosts[rng.choice(allowed[i])], kind="elephant",
+                        duration_s=duration_s) for i, h in enumerate(hosts)])
 
 
-def shuffle(hosts, seed=1, bytes=1 << 20, **_):
-    """every host sends `bytes` to every other host, one at a time, in a
-    random order: "order" is the position in the sender's sequence"""
+def shuffle(hosts, seed=1, bytes=1 << 20, parallel=2, **_):
+    """every host sends `bytes` to every other host in a random order,
+    `parallel` transfers at a time (the Presto paper: two): "lane" is the
+    chain a flow belongs to, "order" its position in that chain"""
+    if parallel < 1:
+        raise ValueError("shuffle: parallel must be at least 1")
     rng = random.Random(seed)
     flows = []
     for h in hosts:
         dsts = [d for d in hosts if d != h]
         rng.shuffle(dsts)
-        flows += [dict(src=h, dst=d, kind="shuffle", bytes=bytes, order=k) for k, d in enumerate(dsts)]
+        flows += [dict(src=h, dst=d, kind="shuffle", bytes=bytes, lane=k % parallel, order=k // parallel)
+                  for k, d in enumerate(dsts)]
     return _ports(flows)
 
 
@@ -216,13 +244,16 @@ def main(argv=None):
     ap.add_argument("--load", type=float, default=0.4)
     ap.add_argument("--link-mbit", type=float, default=10)
     ap.add_argument("--count", type=int, default=None, help="mice per host")
+    ap.add_argument("--hosts-per-leaf", type=int, default=None,
+                    help="random/bijection: never a destination under the sender's leaf")
     ap.add_argument("--with", dest="with_", action="append", default=[], choices=sorted(WORKLOADS),
                     metavar="WORKLOAD", help="run this workload alongside (same parameters; repeatable)")
     a = ap.parse_args(argv)
     hosts = a.hosts.split(",")
     flows = []
     for name in [a.workload] + a.with_:
-        params = dict(stride=a.stride, seed=a.seed, duration_s=a.duration, load=a.load, link_mbit=a.link_mbit)
+        params = dict(stride=a.stride, seed=a.seed, duration_s=a.duration, load=a.load, link_mbit=a.link_mbit,
+                      hosts_per_leaf=a.hosts_per_leaf)
         if a.bytes is not None and name == a.workload:
             params["bytes"] = a.bytes       # sizes the main workload only
         if a.count is not None:

@@ -244,3 +244,40 @@ def test_start_gate_holds_clients_then_starts_them_together():
     d = gate.dir
     gate.close()
     assert not os.path.exists(d)
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("name", ["bijection", "random"])
+def test_random_and_bijection_leave_the_senders_leaf(name, seed):
+    """Presto Sec. 5: 'a random destination not in the same pod'"""
+    flows = workloads.generate(name, HOSTS, seed=seed, hosts_per_leaf=4)
+    leaf = {h: i // 4 for i, h in enumerate(HOSTS)}
+    assert all(leaf[f["src"]] != leaf[f["dst"]] for f in flows)
+    if name == "bijection":
+        assert sorted(f["dst"] for f in flows) == sorted(HOSTS)
+
+
+def test_shuffle_two_transfers_at_a_time():
+    """Presto Sec. 5: 'Each host sends two flows at a time'"""
+    flows = workloads.generate("shuffle", HOSTS, seed=1, bytes=1000)
+    for h in HOSTS:
+        mine = [f for f in flows if f["src"] == h]
+        assert sorted(f["dst"] for f in mine) == sorted(d for d in HOSTS if d != h)
+        for lane in (0, 1):
+            orders = [f["order"] for f in mine if f["lane"] == lane]
+            assert orders == list(range(len(orders)))
+        assert {f["lane"] for f in mine} == {0, 1}
+
+
+def test_fabric_rate_shapes_both_directions_of_leaf_spine_links():
+    import fabric
+    fab = fabric.Fabric.__new__(fabric.Fabric)
+    fab.topo = fabric.Topology(link_mbit=10, fabric_mbit=5)
+
+    def rate(dev, host_nic=False):
+        line = fab._port_qdisc(dev, host_nic)[1]
+        return line.split(" rate ")[1].split()[0]
+    assert rate("s1") == "5mbit"      # a leaf's port to a spine
+    assert rate("l3") == "5mbit"      # a spine's port to a leaf
+    assert rate("h2") == "10mbit"     # a leaf's port to a host
+    assert rate("eth0", host_nic=True) == "10mbit"

@@ -1,0 +1,220 @@
+"""The host side of every measurement: boot the release kernel, run the
+guest side, analyse, render, and (with --repeat N) do it again in N
+separate boots and report how far each figure moved.
+
+A bench supplies its guest command and two functions:
+    analyse(raw) -> results        (JSON-serialisable, numbers in it)
+    render(raw, results, out)      writes PNGs and out/report.md
+and calls run(); everything else (the clock, the run header, the repeat
+spread, the exit status) is here.
+"""
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VMRUN = os.path.join(ROOT, "scripts", "vmrun.py")
+GUEST_PY = os.path.join(ROOT, ".venv", "bin", "python")
+CLOCKS = ("virtual", "real")
+REPEAT_GOAL = 0.01      # issue 15: every figure within 1% across boots
+
+
+def default_kernel():
+    build = os.environ.get("BUILD") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "dcnet", "build")
+    return os.path.join(build, "obj-release")
+
+
+def add_args(ap, out_default, timeout=3600):
+    """The options every bench and the testbed share."""
+    ap.add_argument("--kernel", default=default_kernel())
+    ap.add_argument("--out", default=out_default)
+    ap.add_argument("--clock", choices=CLOCKS, default=None,
+                    help="virtual (QEMU icount, the default: repeatable) or real "
+                         "(plain TCG); default DCNET_CLOCK, else virtual")
+    ap.add_argument("--repeat", type=int, default=int(os.environ.get("DCNET_REPEAT", "1")),
+                    help="boots of the same run (same seeds); >1 reports the largest "
+                         "relative difference of every figure")
+    ap.add_argument("--timeout", type=int, default=timeout, help="seconds per boot")
+
+
+def clock_of(a):
+    c = a.clock or os.environ.get("DCNET_CLOCK", "").strip() or "virtual"
+    if c not in CLOCKS:
+        sys.exit(f"DCNET_CLOCK={c!r}: want one of {', '.join(CLOCKS)}")
+    return c
+
+
+def boot(kernel, out, guest_cmd, timeout, clock):
+    """One boot; the guest writes out/raw.json.  Returns vmrun's status."""
+    rc = subprocess.run([sys.executable, VMRUN, "--kernel", kernel, "--out", out,
+                         "--timeout", str(timeout), "--clock", clock, "--"] + guest_cmd).returncode
+    log = os.path.join(out, "guest.log")
+    if os.path.exists(log):
+        with open(log, errors="replace") as f:
+            sys.stdout.write(f.read())
+    return rc
+
+
+def vm_meta(out):
+    try:
+        with open(os.path.join(out, "vm.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def header(out, wall_s=None, extra=None):
+    """The run header every report carries: clock, shift, vCPUs, kernel,
+    commit, wall time, plus what the bench adds (seeds, scale)."""
+    m = vm_meta(out)
+    if m.get("clock") == "virtual":
+        clock = f"virtual time (QEMU icount, shift={m.get('icount_shift')}, sleep=off: 1 ns per instruction)"
+    elif m.get("clock") == "real":
+        clock = "real time (plain TCG: results depend on the host's load)"
+    else:
+        clock = "unknown clock"
+    parts = [f"clock: {clock}", f"{m.get('cpus', '?')} vCPUs ({m.get('accel', 'tcg')}), {m.get('memory', '?')}",
+             f"kernel {m.get('kernel', '?')}", f"commit {m.get('commit', '?')}"]
+    if wall_s is not None:
+        parts.append(f"wall time {wall_s:.0f} s")
+    for k, v in (extra or {}).items():
+        parts.append(f"{k}: {v}")
+    return "Run: " + "; ".join(parts) + "."
+
+
+def insert_header(report_md, line):
+    """Put the run header under the report's title."""
+    with open(report_md) as f:
+        lines = f.read().split("\n")
+    at = 1 if lines and lines[0].startswith("#") else 0
+    lines[at:at] = ["", line]
+    with open(report_md, "w") as f:
+        f.write("\n".join(lines))
+
+
+# ------------------------------------------------------------ repeat spread
+
+def flatten(obj, prefix=""):
+    """Numeric leaves of a results tree as {path: value}.  List items are
+    named by a 'name'/'scheme'/'workload'/... field where they have one,
+    so that two runs' cells pair up by meaning, not by position."""
+    out = {}
+    if isinstance(obj, bool) or obj is None:
+        return out
+    if isinstance(obj, (int, float)):
+        if math.isfinite(obj):
+            out[prefix] = float(obj)
+        return out
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    if isinstance(obj, list):
+        for i, v in enumerate(obj):
+            label = str(i)
+            if isinstance(v, dict):
+                keys = [str(v[k]) for k in ("scheme", "workload", "name", "load", "n", "fanin", "flows",
+                                            "mode", "cell") if k in v and not isinstance(v[k], (dict, list))]
+                if keys:
+                    label = "/".join(keys)
+            out.update(flatten(v, f"{prefix}[{label}]"))
+        return out
+    return out
+
+
+def spread(results, ignore=()):
+    """Largest relative difference of each figure across runs:
+    (max - min) / max(|max|, |min|).  Figures absent from a run are listed
+    as missing.  Keys containing any string of `ignore` (wall times,
+    kernel versions) are left out."""
+    flats = [flatten(r) for r in results]
+    keys = sorted(set().union(*flats))
+    rows = []
+    for k in keys:
+        if any(s in k for s in ignore):
+            continue
+        vals = [f.get(k) for f in flats]
+        if any(v is None for v in vals):
+            rows.append(dict(figure=k, values=vals, spread=None))
+            continue
+        hi, lo = max(vals), min(vals)
+        den = max(abs(hi), abs(lo))
+        rows.append(dict(figure=k, values=vals, spread=0.0 if den == 0 else (hi - lo) / den))
+    return rows
+
+
+def spread_markdown(rows, runs, goal=REPEAT_GOAL, limit=25):
+    have = [r for r in rows if r["spread"] is not None]
+    missing = [r for r in rows if r["spread"] is None]
+    worst = sorted(have, key=lambda r: -r["spread"])
+    over = [r for r in have if r["spread"] > goal]
+    L = ["## Repeatability", "",
+         f"The same run (same seeds) in {runs} separate boots. Largest relative difference "
+         f"(max - min) / max of each of the {len(have)} figures: "
+         f"{(worst[0]['spread'] * 100 if worst else 0):.2f}% at most; "
+         f"{len(over)} figures differ by more than {goal * 100:.0f}%"
+         + (f"; {len(missing)} figures appear in only some runs" if missing else "") + ".", ""]
+    if worst:
+        L += ["| figure | " + " | ".join(f"run {i + 1}" for i in range(runs)) + " | spread |",
+              "|---|" + "---|" * runs + "---|"]
+        for r in worst[:limit]:
+            L.append(f"| `{r['figure']}` | " + " | ".join(f"{v:.4g}" for v in r["values"])
+                     + f" | {r['spread'] * 100:.2f}% |")
+        if len(worst) > limit:
+            L.append(f"| ({len(worst) - limit} more, all below {worst[limit - 1]['spread'] * 100:.2f}%) |"
+                     + " |" * (runs + 1))
+    return L
+
+
+# --------------------------------------------------------------- the driver
+
+def run(a, guest_cmd, analyse, render, name, extra_header=None, ignore=("kernel", "elapsed", "wall")):
+    """Boot a.repeat times, analyse and render each run; with more than one
+    run, out/ holds run1/, run2/, ... and out/report.md is run 1's report
+    with the repeat spread appended (out/repeat.json has every figure)."""
+    out = os.path.abspath(a.out)
+    os.makedirs(out, exist_ok=True)
+    clock = clock_of(a)
+    n = max(1, a.repeat)
+    results = []
+    walls = []
+    for i in range(n):
+        run_out = out if n == 1 else os.path.join(out, f"run{i + 1}")
+        os.makedirs(run_out, exist_ok=True)
+        t0 = time.time()
+        rc = boot(a.kernel, run_out, guest_cmd, a.timeout, clock)
+        raw_path = os.path.join(run_out, "raw.json")
+        if rc != 0 or not os.path.exists(raw_path):
+            sys.exit(f"{name}: the guest run failed (boot {i + 1} of {n}; see {run_out}/guest.log)")
+        with open(raw_path) as f:
+            raw = json.load(f)
+        res = analyse(raw)
+        with open(os.path.join(run_out, "results.json"), "w") as f:
+            json.dump(res, f, indent=1)
+        render(raw, res, run_out)
+        walls.append(time.time() - t0)
+        extra = extra_header(raw, res) if extra_header else None
+        insert_header(os.path.join(run_out, "report.md"), header(run_out, walls[-1], extra))
+        results.append(res)
+    if n > 1:
+        rows = spread(results, ignore)
+        with open(os.path.join(out, "repeat.json"), "w") as f:
+            json.dump(dict(runs=n, clock=clock, wall_s=walls, figures=rows), f, indent=1)
+        for fn in os.listdir(os.path.join(out, "run1")):
+            if fn.endswith((".png", ".md")):
+                shutil.copy(os.path.join(out, "run1", fn), os.path.join(out, fn))
+        with open(os.path.join(out, "report.md"), "a") as f:
+            f.write("\n" + "\n".join(spread_markdown(rows, n)) + "\n\n"
+                    + f"Each run's own report: " + ", ".join(f"[run {i + 1}](run{i + 1}/report.md)"
+                                                              for i in range(n)) + ".\n")
+        have = [r["spread"] for r in rows if r["spread"] is not None]
+        print(f"{name}: {n} runs, largest figure spread {max(have or [0]) * 100:.2f}% "
+              f"({sum(1 for s in have if s > REPEAT_GOAL)} of {len(have)} figures above "
+              f"{REPEAT_GOAL * 100:.0f}%)")
+    print(open(os.path.join(out, "report.md")).read())
+    return results
