@@ -23,6 +23,7 @@
  * alpha and d (tcp_d2tcp_kunit.c checks both).
  */
 
+#include <linux/bits.h>
 #include <linux/module.h>
 #include <linux/math64.h>
 #include <linux/log2.h>
@@ -33,7 +34,7 @@
 #include "tcp_d2tcp.h"
 
 #define D2TCP_LOG_FRAC	20U	/* fractional bits of log2() */
-#define D2TCP_ONE_Q31	(1ULL << 31)
+#define D2TCP_ONE_Q31	BIT_ULL(31)
 
 struct d2tcp {
 	u32 old_delivered;

@@ -224,13 +224,15 @@ static void d2tcp_gamma_monotone(struct kunit *test)
 		for (alpha = 0; alpha <= D2TCP_MAX_ALPHA; alpha++) {
 			p = d2tcp_gamma(alpha, d);
 			if (p < prev && bad++ < 5)
-				KUNIT_FAIL(test, "not monotone in alpha at alpha=%u d=%u", alpha, d);
+				KUNIT_FAIL(test, "not monotone in alpha at alpha=%u d=%u",
+					   alpha, d);
 			prev = p;
 		}
 	}
 	for (alpha = 1; alpha < D2TCP_MAX_ALPHA; alpha += 3) {
 		prev = D2TCP_P_ONE;
-		for (d = D2TCP_D_ONE / D2TCP_MAX_D_CAP; d <= D2TCP_D_ONE * D2TCP_MAX_D_CAP; d += 5) {
+		for (d = D2TCP_D_ONE / D2TCP_MAX_D_CAP; d <= D2TCP_D_ONE * D2TCP_MAX_D_CAP;
+		     d += 5) {
 			p = d2tcp_gamma(alpha, d);
 			if (p > prev && bad++ < 5)
 				KUNIT_FAIL(test, "not monotone in d at alpha=%u d=%u", alpha, d);
