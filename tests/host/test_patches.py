@@ -1,7 +1,11 @@
 """The patch series: applies to the pristine tree, exports with git
-format-patch and re-applies with git am, and is checkpatch clean."""
+format-patch (as the configured author, signed off once) and re-applies
+with git am, matches its export in kernel-patches/, and is checkpatch
+clean."""
 import glob
 import os
+import re
+import shutil
 import subprocess
 
 import pytest
@@ -12,9 +16,54 @@ BUILD = os.environ.get("BUILD") or os.path.join(
 PRISTINE = os.path.join(BUILD, "pristine")
 
 
+# The author the exports of these tests are made as (series.sh takes it
+# from these variables before git's configuration).
+AUTHOR_NAME = "Dcnet Test Author"
+AUTHOR_EMAIL = "author@dcnet.invalid"
+AUTHOR = f"{AUTHOR_NAME} <{AUTHOR_EMAIL}>"
+PLACEHOLDER = "example.org"
+
+
 def series():
     with open(os.path.join(ROOT, "kernel-patches", "series")) as f:
         return [l.split()[0] for l in f if l.strip() and not l.startswith("#")]
+
+
+def parse_patch(path):
+    """(headers with folded lines joined, message body up to the '---'
+    line) of a git format-patch file"""
+    text = open(path).read()
+    head, _, rest = text.partition("\n\n")
+    headers = {}
+    last = None
+    for line in head.splitlines()[1:]:  # after the "From <commit>" line
+        if line[:1] in (" ", "\t") and last:
+            headers[last] += " " + line.strip()
+        else:
+            last, _, value = line.partition(":")
+            headers[last] = value.strip()
+    body = rest.split("\n---\n", 1)[0]
+    return headers, body
+
+
+def signoffs(body):
+    return [l[len("Signed-off-by:"):].strip() for l in body.splitlines()
+            if l.startswith("Signed-off-by:")]
+
+
+def without_signoffs(body):
+    return "\n".join(l for l in body.splitlines() if not l.startswith("Signed-off-by:")).rstrip()
+
+
+def isolated_git_env(home):
+    """An environment in which git knows no user: no global or system
+    configuration, no DCNET_AUTHOR_*"""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("DCNET_AUTHOR_", "GIT_AUTHOR_", "GIT_COMMITTER_"))
+           and k not in ("EMAIL",)}
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home), GIT_CONFIG_NOSYSTEM="1",
+               GIT_CONFIG_GLOBAL=os.devnull, GIT_CEILING_DIRECTORIES=str(home), BUILD=BUILD)
+    return env
 
 
 @pytest.fixture(scope="module")
@@ -24,11 +73,20 @@ def pristine():
     return PRISTINE
 
 
-def test_series_exports_and_applies_with_git_am(tmp_path, pristine):
-    out = tmp_path / "dist"
-    r = subprocess.run([os.path.join(ROOT, "scripts", "series.sh"), str(out), str(tmp_path / "work")],
-                       capture_output=True, text=True)
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory, pristine):
+    """The series exported by make series's script as AUTHOR"""
+    tmp = tmp_path_factory.mktemp("series")
+    out = tmp / "dist"
+    env = dict(os.environ, DCNET_AUTHOR_NAME=AUTHOR_NAME, DCNET_AUTHOR_EMAIL=AUTHOR_EMAIL)
+    r = subprocess.run([os.path.join(ROOT, "scripts", "series.sh"), str(out), str(tmp / "work")],
+                       capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
+    return out
+
+
+def test_series_exports_and_applies_with_git_am(tmp_path, pristine, exported):
+    out = exported
     patches = sorted(glob.glob(str(out / "*.patch")))
     assert len(patches) == len(series())
     # Apply the exported series with git am onto a fresh copy of the
@@ -54,6 +112,77 @@ def test_series_exports_and_applies_with_git_am(tmp_path, pristine):
     # the new files arrived with their patches
     assert (fresh / "net/ipv4/tcp_d2tcp.c").exists()
     assert (fresh / "net/Kconfig.dcnet").exists()
+
+
+def test_exported_patches_are_the_authors_signed_off_once(exported):
+    patches = sorted(glob.glob(str(exported / "*.patch")))
+    assert patches
+    for p in patches:
+        headers, body = parse_patch(p)
+        name = os.path.basename(p)
+        assert headers["From"] == AUTHOR, name
+        assert signoffs(body) == [AUTHOR], name
+        assert PLACEHOLDER not in open(p).read().split("\n---\n", 1)[0], name
+
+
+def test_kernel_patches_match_the_export(exported):
+    """kernel-patches/ carry the subjects and messages the export does (no
+    stale "[PATCH 1/3]"), under the names format-patch gives them, each
+    signed off once by its author and never by the placeholder"""
+    names = sorted(os.path.basename(p) for p in glob.glob(str(exported / "*.patch")))
+    assert names == series()
+    for name in series():
+        src_headers, src_body = parse_patch(os.path.join(ROOT, "kernel-patches", name))
+        exp_headers, exp_body = parse_patch(str(exported / name))
+        assert src_headers["Subject"] == exp_headers["Subject"], name
+        assert re.match(r"\[PATCH\] \S", src_headers["Subject"]), name
+        assert without_signoffs(src_body) == without_signoffs(exp_body), name
+        assert signoffs(src_body) == [src_headers["From"]], name
+        assert PLACEHOLDER not in src_headers["From"], name
+
+
+def repo_copy(tmp_path):
+    """The files series.sh reads, outside any git repository"""
+    repo = tmp_path / "repo"
+    (repo / "scripts").mkdir(parents=True)
+    for f in ("series.sh", "kernel.sh"):
+        shutil.copy2(os.path.join(ROOT, "scripts", f), repo / "scripts" / f)
+    for d in ("kernel-patches", "net", "include"):
+        if os.path.isdir(os.path.join(ROOT, d)):
+            shutil.copytree(os.path.join(ROOT, d), repo / d)
+    shutil.copy2(os.path.join(ROOT, "Kconfig"), repo / "Kconfig")
+    return repo
+
+
+def test_series_needs_an_author(tmp_path, pristine):
+    repo = repo_copy(tmp_path)
+    env = isolated_git_env(tmp_path)
+    for extra in ({}, {"DCNET_AUTHOR_NAME": AUTHOR_NAME}, {"DCNET_AUTHOR_EMAIL": AUTHOR_EMAIL}):
+        r = subprocess.run([str(repo / "scripts" / "series.sh"), str(tmp_path / "dist"),
+                            str(tmp_path / "work")], capture_output=True, text=True,
+                           env=dict(env, **extra))
+        assert r.returncode != 0, extra
+        assert "no author" in r.stderr and "DCNET_AUTHOR_NAME" in r.stderr, r.stderr
+        assert "git config user.name" in r.stderr, r.stderr
+        assert not (tmp_path / "dist").exists()
+
+
+def test_series_takes_the_author_from_git_config(tmp_path, pristine):
+    repo = repo_copy(tmp_path)
+    env = isolated_git_env(tmp_path)
+    git = ["git", "-C", str(repo)]
+    subprocess.run(git + ["init", "-q"], check=True, env=env)
+    subprocess.run(git + ["config", "user.name", "Repo Author"], check=True, env=env)
+    subprocess.run(git + ["config", "user.email", "repo@dcnet.invalid"], check=True, env=env)
+    r = subprocess.run([str(repo / "scripts" / "series.sh"), str(tmp_path / "dist"),
+                        str(tmp_path / "work")], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    patches = sorted(glob.glob(str(tmp_path / "dist" / "*.patch")))
+    assert len(patches) == len(series())
+    for p in patches:
+        headers, body = parse_patch(p)
+        assert headers["From"] == "Repo Author <repo@dcnet.invalid>"
+        assert signoffs(body) == ["Repo Author <repo@dcnet.invalid>"]
 
 
 def test_kernel_patches_apply_to_pristine(tmp_path, pristine):
@@ -99,3 +228,4 @@ def test_patches_are_checkpatch_clean(pristine):
         r = checkpatch(pristine, [os.path.join(ROOT, "kernel-patches", p)])
         findings = [l for l in r.stdout.splitlines() if ": ERROR:" in l or ": WARNING:" in l]
         assert findings == [], f"{p}:\n" + "\n".join(findings)
+
