@@ -5,6 +5,11 @@
 #   scripts/kernel.sh config  FLAVOR     build/obj-FLAVOR/.config (FLAVOR: debug | release)
 #   scripts/kernel.sh build   FLAVOR     bzImage + modules in build/obj-FLAVOR
 #   scripts/kernel.sh version            the kernel version of the source package
+#   scripts/kernel.sh check-version [KERNEL [DEBIAN]]
+#                                        compare the source with the version the
+#                                        patches were made for (kernel-patches/BASE,
+#                                        or KERNEL and DEBIAN) and try the series
+#                                        on a scratch copy of the files it touches
 #
 # The pristine tree (build/pristine) is never modified.  build/linux is the
 # patched source tree; it is only rewritten where the result differs, so an
@@ -22,6 +27,9 @@ TARBALL=${KERNEL_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
 PRISTINE=$BUILD/pristine
 TREE=$BUILD/linux
 VENV=${VENV:-$ROOT/.venv}
+# The source the patches were made for ("key value" lines: package, debian, kernel).
+BASE_FILE=$ROOT/kernel-patches/BASE
+PATCH_LOG=$BUILD/patch.log
 JOBS=${JOBS:-$(($(nproc) + 1))}
 
 die() { echo "kernel.sh: error: $*" >&2; exit 1; }
@@ -60,6 +68,78 @@ kernel_version() {
 	make -s -C "$PRISTINE" kernelversion 2>/dev/null
 }
 
+# The Debian version of the tarball when an installed package owns it
+# (linux-source-6.12 for the default tarball); empty otherwise.
+debian_version() {
+	command -v dpkg-query >/dev/null || return 0
+	case "$TARBALL" in /*) ;; *) return 0 ;; esac
+	local pkg
+	pkg=$(dpkg-query -S "$TARBALL" 2>/dev/null | head -1 | cut -d: -f1 | cut -d, -f1) || true
+	[ -n "$pkg" ] || return 0
+	dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null || true
+}
+
+base_field() {
+	awk -v k="$1" '$1 == k { print $2; exit }' "$BASE_FILE"
+}
+
+# The versions found in the unpacked tarball and those the patches were
+# made for (kernel-patches/BASE, unless cmd_check_version set them).
+found_kernel='' found_debian='' want_kernel='' want_debian='' want_package='' want_from=kernel-patches/BASE
+read_versions() {
+	[ -z "$found_kernel" ] || return 0
+	found_kernel=$(kernel_version)
+	found_debian=$(debian_version)
+	if [ -z "$want_kernel" ]; then
+		[ -r "$BASE_FILE" ] || die "$BASE_FILE missing: it records the kernel source the patches were made for"
+		want_kernel=$(base_field kernel)
+		want_debian=$(base_field debian)
+		want_package=$(base_field package)
+		[ -n "$want_kernel" ] || die "$BASE_FILE names no kernel version"
+	fi
+	want_package=${want_package:-linux-source-6.12}
+}
+
+# "Linux 6.12.117 (linux-source-6.12 6.12.117-1~deb12u1)" of found|want.
+describe_version() {
+	local k d
+	if [ "$1" = found ]; then k=$found_kernel d=$found_debian; else k=$want_kernel d=$want_debian; fi
+	echo "Linux $k${d:+ ($want_package $d)}"
+}
+
+# The Debian versions are compared only where both are known.
+versions_match() {
+	read_versions
+	[ "$found_kernel" = "$want_kernel" ] || return 1
+	[ -z "$found_debian" ] || [ -z "$want_debian" ] || [ "$found_debian" = "$want_debian" ]
+}
+
+# A source other than the one the patches were made for is not an error
+# (the 6.12 LTS line moves with security updates and most of them leave
+# the patches applying): say so, and try the patches anyway.
+check_base() {
+	versions_match && return 0
+	log "warning: the kernel source is $(describe_version found), but the patches in kernel-patches/ were made for $(describe_version want) ($want_from)"
+	log "warning: trying them anyway; if one does not apply, install the source they were made for or refresh the series"
+}
+
+# Stop on a patch that does not apply ($1), with both versions and what to do.
+patch_failed() {
+	local msg
+	read_versions
+	msg="kernel-patches/$1 does not apply to $(describe_version found); the patches were made for $(describe_version want) ($want_from)."
+	if versions_match; then
+		msg+=$'\n'"  The versions agree, so the patch itself is broken: fix it in kernel-patches/ (patch output above)."
+	else
+		msg+=$'\n'"  Either install the source the patches were made for, if the archive still has it"
+		msg+=$'\n'"  (apt-cache policy $want_package lists the versions available; older ones are on snapshot.debian.org):"
+		msg+=$'\n'"      apt-get install $want_package=${want_debian:-VERSION}"
+		msg+=$'\n'"  or refresh the series for Linux $found_kernel: apply it by hand, resolve the rejects (patch output above),"
+		msg+=$'\n'"  regenerate kernel-patches/ and record the new versions in kernel-patches/BASE."
+	fi
+	die "$msg"
+}
+
 patch_stamp() {
 	{
 		cat "$PRISTINE/.stamp"
@@ -74,9 +154,9 @@ apply_series() {
 	for p in $(series_patches); do
 		[ -f "$ROOT/kernel-patches/$p" ] || die "kernel-patches/series names $p, which does not exist"
 		if ! patch -d "$dir" -p1 -N -s --no-backup-if-mismatch --dry-run \
-			<"$ROOT/kernel-patches/$p" >"$BUILD/patch.log" 2>&1; then
-			cat "$BUILD/patch.log" >&2
-			die "kernel-patches/$p does not apply to Linux $(kernel_version)"
+			<"$ROOT/kernel-patches/$p" >"$PATCH_LOG" 2>&1; then
+			cat "$PATCH_LOG" >&2
+			patch_failed "$p"
 		fi
 		patch -d "$dir" -p1 -N -s --no-backup-if-mismatch <"$ROOT/kernel-patches/$p" >/dev/null
 		log "applied $p"
@@ -90,6 +170,7 @@ cmd_prepare() {
 	mkdir -p "$BUILD"
 	ensure_pristine
 	log "Linux $(kernel_version) from $TARBALL"
+	check_base
 	local stamp
 	stamp=$(patch_stamp)
 	if [ ! -f "$TREE/.dcnet-stamp" ] || [ "$(cat "$TREE/.dcnet-stamp")" != "$stamp" ]; then
@@ -123,6 +204,39 @@ cmd_prepare() {
 		cmp -s "$ROOT/$src" "$TREE/$dst" || cp "$ROOT/$src" "$TREE/$dst"
 	done < <(overlay_files)
 	log "tree ready: $TREE"
+}
+
+# Compare the source with the version the patches were made for
+# (kernel-patches/BASE, or KERNEL [DEBIAN] from the command line) and try
+# the series on a scratch copy of the pristine files it touches: exit 0
+# when it applies (with a warning if the versions differ), 1 with what to
+# do when a patch does not.  Reads the pristine tree only, so it needs no lock.
+cmd_check_version() {
+	if [ $# -gt 0 ]; then
+		want_kernel=$1 want_debian=${2:-} want_from="as given on the command line"
+	fi
+	ensure_pristine
+	check_base
+	local scratch p f
+	scratch=$(mktemp -d "${TMPDIR:-/tmp}/dcnet-check-version.XXXXXX")
+	# shellcheck disable=SC2064
+	trap "rm -rf '$scratch'" EXIT
+	for p in $(series_patches); do
+		[ -f "$ROOT/kernel-patches/$p" ] || die "kernel-patches/series names $p, which does not exist"
+		sed -n -E 's#^(---|\+\+\+) [ab]/([^[:space:]]+).*#\2#p' "$ROOT/kernel-patches/$p"
+	done | sort -u | while read -r f; do
+		[ -f "$PRISTINE/$f" ] || continue
+		mkdir -p "$(dirname "$scratch/tree/$f")"
+		cp "$PRISTINE/$f" "$scratch/tree/$f"
+	done
+	mkdir -p "$scratch/tree"
+	PATCH_LOG=$scratch/patch.log
+	apply_series "$scratch/tree"
+	if versions_match; then
+		log "the series applies to $(describe_version found), the source it was made for"
+	else
+		log "the series applies to $(describe_version found), although it was made for $(describe_version want)"
+	fi
 }
 
 vng_fragment() {
@@ -195,7 +309,7 @@ cmd_build() {
 }
 
 mkdir -p "$BUILD"
-if [ -z "${DCNET_KERNEL_LOCKED:-}" ] && [ "${1:-}" != version ]; then
+if [ -z "${DCNET_KERNEL_LOCKED:-}" ] && [ "${1:-}" != version ] && [ "${1:-}" != check-version ]; then
 	export DCNET_KERNEL_LOCKED=1
 	exec flock "$BUILD/.lock" "$0" "$@"
 fi
@@ -205,5 +319,6 @@ prepare) cmd_prepare ;;
 config) cmd_prepare; cmd_config "${2:?flavor}" ;;
 build) cmd_build "${2:?flavor}" ;;
 version) ensure_pristine; kernel_version ;;
-*) echo "usage: $0 prepare|config FLAVOR|build FLAVOR|version" >&2; exit 2 ;;
+check-version) shift; cmd_check_version "$@" ;;
+*) echo "usage: $0 prepare|config FLAVOR|build FLAVOR|version|check-version [KERNEL [DEBIAN]]" >&2; exit 2 ;;
 esac

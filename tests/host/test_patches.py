@@ -1,7 +1,7 @@
 """The patch series: applies to the pristine tree, exports with git
 format-patch (as the configured author, signed off once) and re-applies
-with git am, matches its export in kernel-patches/, and is checkpatch
-clean."""
+with git am, matches its export in kernel-patches/, is checkpatch clean,
+and kernel.sh says which source it was made for when the tree differs."""
 import glob
 import os
 import re
@@ -229,3 +229,79 @@ def test_patches_are_checkpatch_clean(pristine):
         findings = [l for l in r.stdout.splitlines() if ": ERROR:" in l or ": WARNING:" in l]
         assert findings == [], f"{p}:\n" + "\n".join(findings)
 
+
+def kernel_sh(args, **kw):
+    return subprocess.run([os.path.join(ROOT, "scripts", "kernel.sh")] + args,
+                          capture_output=True, text=True, **kw)
+
+
+def base():
+    with open(os.path.join(ROOT, "kernel-patches", "BASE")) as f:
+        return dict(l.split(None, 1) for l in (l.strip() for l in f) if l and not l.startswith("#"))
+
+
+def test_base_records_the_source(pristine):
+    b = base()
+    assert b["package"].strip() == "linux-source-6.12"
+    assert b["kernel"].strip().startswith("6.12.")
+    assert b["debian"].strip().startswith(b["kernel"].strip() + "-")
+
+
+def test_check_version_against_base(pristine):
+    """the series applies to the unpacked source; a warning only if that
+    is not the version in kernel-patches/BASE"""
+    r = kernel_sh(["check-version"])
+    assert r.returncode == 0, r.stderr
+    assert "the series applies to Linux" in r.stderr
+    found = kernel_sh(["version"]).stdout.strip()
+    if found == base()["kernel"].strip():
+        assert "warning" not in r.stderr, r.stderr
+
+
+def test_check_version_mismatch_is_a_warning(pristine):
+    found = kernel_sh(["version"]).stdout.strip()
+    r = kernel_sh(["check-version", "6.12.999", "6.12.999-1~deb12u1"])
+    assert r.returncode == 0, r.stderr
+    assert f"warning: the kernel source is Linux {found}" in r.stderr, r.stderr
+    assert "were made for Linux 6.12.999 (linux-source-6.12 6.12.999-1~deb12u1)" in r.stderr
+    assert "trying them anyway" in r.stderr
+    assert "although it was made for Linux 6.12.999" in r.stderr
+
+
+def test_check_version_patch_that_does_not_apply(tmp_path, pristine):
+    """a patch that does not apply stops with its name, both versions and
+    what to do"""
+    found = kernel_sh(["version"]).stdout.strip()
+    repo = tmp_path / "repo"
+    (repo / "scripts").mkdir(parents=True)
+    shutil.copy2(os.path.join(ROOT, "scripts", "kernel.sh"), repo / "scripts" / "kernel.sh")
+    kp = repo / "kernel-patches"
+    kp.mkdir()
+    (kp / "0001-bad.patch").write_text(
+        "--- a/Makefile\n+++ b/Makefile\n@@ -1,3 +1,3 @@\n"
+        " # SPDX-License-Identifier: GPL-2.0\n-VERSION = 5\n+VERSION = 7\n PATCHLEVEL = 12\n")
+    (kp / "series").write_text("# a series made for another source\n0001-bad.patch\n")
+    (kp / "BASE").write_text("package linux-source-6.12\ndebian 6.12.999-1~deb12u1\nkernel 6.12.999\n")
+    build = tmp_path / "build"  # this test's own, on the shared pristine tree
+    build.mkdir()
+    os.symlink(PRISTINE, build / "pristine")
+    env = dict(os.environ, BUILD=str(build))
+    r = subprocess.run([str(repo / "scripts" / "kernel.sh"), "check-version"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 1, r.stderr
+    assert "warning: the kernel source is" in r.stderr
+    err = r.stderr[r.stderr.index("error:"):]
+    assert f"kernel-patches/0001-bad.patch does not apply to Linux {found}" in err, err
+    assert "were made for Linux 6.12.999 (linux-source-6.12 6.12.999-1~deb12u1)" in err, err
+    assert "apt-get install linux-source-6.12=6.12.999-1~deb12u1" in err, err
+    assert f"refresh the series for Linux {found}" in err, err
+    assert "kernel-patches/BASE" in err
+    assert os.path.islink(build / "pristine")  # the shared tree was only read
+    # the same patch against the version it claims: the patch is broken
+    (kp / "BASE").write_text(f"package linux-source-6.12\nkernel {found}\n")
+    r = subprocess.run([str(repo / "scripts" / "kernel.sh"), "check-version"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 1, r.stderr
+    assert "warning" not in r.stderr
+    assert "0001-bad.patch does not apply" in r.stderr
+    assert "the patch itself is broken" in r.stderr
