@@ -43,6 +43,6 @@ def test_analysis_and_report(tmp_path):
     pytest.importorskip("matplotlib")
     pngs = fastlane.plots(res, str(tmp_path))
     assert set(pngs) == {"pa-fct.png", "incast.png"}
-    fastlane.report(res, pngs, str(tmp_path), 1.0)
+    fastlane.report(res, pngs, str(tmp_path))
     text = (tmp_path / "report.md").read_text()
     assert "| 40% | tcp-fastlane |" in text and "| tcp-fastlane | tcp | 40% | 90% |" in text
