@@ -939,6 +939,9 @@ static int run_bulk(const struct cfg *cfg)
 
 /* --------------------------------------------------------------- sched */
 
+#define SCHED_FIELDS	4
+#define SCHED_WANT	"want ID HOST[:PORT] BYTES AT_US|+"
+
 struct sched_job {
 	struct target t;
 	const struct cfg *cfg;
@@ -946,13 +949,49 @@ struct sched_job {
 	bool after;		/* starts when the flow before it ends */
 	bool joined;
 	char id[64];
+	size_t lineno;		/* of the schedule, from 1 */
 	pthread_t th;
 	int ret;
 };
 
-static bool strtou64_ok(const char *s)
+/* A schedule's number: decimal digits only (no sign, blank or unit) within
+ * u64.  NULL on success, else what is wrong with it.  strtoull() alone
+ * would take "-1" as 2^64 - 1, " 1" and "1x" as 1.
+ */
+static const char *sched_u64(const char *s, u64 *out)
 {
-	return *s && strspn(s, "0123456789") == strlen(s);
+	unsigned long long v;
+	char *end;
+
+	if (*s == '-')
+		return "is negative";
+	if (*s < '0' || *s > '9')
+		return "is not a decimal number";
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*end)
+		return "is not a decimal number";
+	if (errno == ERANGE)
+		return "overflows (above 2^64 - 1)";
+	if (errno)
+		return strerror(errno);
+	*out = v;
+	return NULL;
+}
+
+static void __attribute__((format(printf, 3, 4), noreturn))
+sched_bad(size_t lineno, const char *line, const char *fmt, ...)
+{
+	char why[256];
+	size_t len = strcspn(line, "\r\n");
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	die(EXIT_USAGE, "bad schedule line %zu \"%.*s%s\": %s (" SCHED_WANT ")",
+	    lineno, (int)(len < 160 ? len : 160), line, len > 160 ? "..." : "",
+	    why);
 }
 
 static void *sched_thread(void *arg)
@@ -966,43 +1005,89 @@ static void *sched_thread(void *arg)
 /* A flow schedule on stdin, one flow per line, "ID HOST[:PORT] BYTES AT_US"
  * with AT_US relative to --start-at-us (or to the start), in order of
  * AT_US; "+" for AT_US starts a flow when the one before it has ended
- * (a shuffle's sequence), and holds the lines after it until then.  Each flow is an UPLOAD on its own connection,
- * in its own thread from its start on, so that a slow flow never delays
- * the next one.
+ * (a shuffle's sequence), and holds the lines after it until then.  Each
+ * flow is an UPLOAD on its own connection, in its own thread from its
+ * start on, so that a slow flow never delays the next one.
+ *
+ * The whole schedule is read and checked before the first flow starts: a
+ * malformed line (a field missing or too many, BYTES or AT_US negative, 0
+ * bytes, not decimal or above 2^64 - 1, a start beyond the clock, an ID of
+ * more than 63 characters, an empty host, a port not in 1-65535) exits 2
+ * naming the line by its number.
  */
 static int run_sched(const struct cfg *cfg)
 {
 	struct sched_job *jobs = NULL;
-	size_t n = 0, i, started = 0;
-	char line[512], id[64], hp[320], ats[32];
-	u64 bytes, t0;
-	int ret = 0, err;
+	size_t n = 0, i, started = 0, lineno = 0;
+	char line[512], raw[512], *f[SCHED_FIELDS + 1], *tok, *save;
+	const char *why;
+	u64 bytes, at_us, port, t0;
+	int ret = 0, err, nf;
+	bool after;
 
 	while (fgets(line, sizeof(line), stdin)) {
 		struct sched_job *j;
 
-		if (line[strspn(line, " \t\r\n")] == '\0')
+		lineno++;
+		if (!strchr(line, '\n') && !feof(stdin))
+			sched_bad(lineno, line, "longer than %zu characters",
+				  sizeof(line) - 2);
+		memcpy(raw, line, strlen(line) + 1);
+		nf = 0;
+		for (tok = strtok_r(line, " \t\r\n", &save);
+		     tok && nf <= SCHED_FIELDS;
+		     tok = strtok_r(NULL, " \t\r\n", &save))
+			f[nf++] = tok;
+		if (!nf)
 			continue;
-		if (sscanf(line, "%63s %319s %" SCNu64 " %31s", id, hp,
-			   &bytes, ats) != 4 || !bytes ||
-		    (strcmp(ats, "+") && !strtou64_ok(ats)))
-			die(EXIT_USAGE, "bad schedule line \"%.*s\" (want ID HOST[:PORT] BYTES AT_US|+)",
-			    (int)strcspn(line, "\n"), line);
+		if (nf > SCHED_FIELDS)
+			sched_bad(lineno, raw, "junk \"%.*s\" after the %d fields",
+				  (int)strcspn(raw + (f[SCHED_FIELDS] - line), "\r\n"),
+				  raw + (f[SCHED_FIELDS] - line), SCHED_FIELDS);
+		if (nf < SCHED_FIELDS)
+			sched_bad(lineno, raw, "%d field%s, not %d", nf,
+				  nf == 1 ? "" : "s", SCHED_FIELDS);
+		if (strlen(f[0]) >= sizeof(jobs->id))
+			sched_bad(lineno, raw, "ID longer than %zu characters",
+				  sizeof(jobs->id) - 1);
+		why = sched_u64(f[2], &bytes);
+		if (why)
+			sched_bad(lineno, raw, "BYTES \"%s\" %s", f[2], why);
+		if (!bytes)
+			sched_bad(lineno, raw, "BYTES is 0 (a flow sends at least 1)");
+		after = !strcmp(f[3], "+");
+		at_us = 0;
+		if (!after) {
+			why = sched_u64(f[3], &at_us);
+			if (why)
+				sched_bad(lineno, raw, "AT_US \"%s\" %s", f[3], why);
+		}
 		jobs = realloc(jobs, (n + 1) * sizeof(*jobs));
 		if (!jobs)
 			die(1, "out of memory");
 		j = &jobs[n++];
 		memset(j, 0, sizeof(*j));
-		if (parse_hostport(&j->t, hp, cfg->port) < 0)
-			die(EXIT_USAGE, "bad host \"%s\"", hp);
+		if (parse_hostport(&j->t, f[1], cfg->port) < 0)
+			sched_bad(lineno, raw, "bad HOST[:PORT] \"%s\"", f[1]);
+		if (sched_u64(j->t.port, &port) || !port || port > 65535)
+			sched_bad(lineno, raw, "bad port \"%s\": not in 1-65535",
+				  j->t.port);
 		resolve(&j->t, cfg->family, false);
 		j->cfg = cfg;
 		j->bytes = bytes;
-		j->after = !strcmp(ats, "+") && n > 1;
-		j->at_us = strcmp(ats, "+") ? strtoull(ats, NULL, 10) : 0;
-		snprintf(j->id, sizeof(j->id), "%s", id);
+		j->after = after && n > 1;
+		j->at_us = at_us;
+		j->lineno = lineno;
+		snprintf(j->id, sizeof(j->id), "%s", f[0]);
 	}
+	if (ferror(stdin))
+		die(1, "reading the schedule: %s", strerror(errno));
 	t0 = cfg->start_at_us ? cfg->start_at_us : now_us();
+	for (i = 0; i < n; i++)
+		if (jobs[i].at_us > UINT64_MAX - t0)
+			die(EXIT_USAGE, "bad schedule line %zu: AT_US %" PRIu64
+			    " overflows the clock (start at %" PRIu64 " us)",
+			    jobs[i].lineno, jobs[i].at_us, t0);
 	for (i = 0; i < n; i++) {
 		if (jobs[i].after) {
 			pthread_join(jobs[i - 1].th, NULL);

@@ -64,3 +64,48 @@ def test_fanin_one_record_per_leaf_and_query(server):
 def test_bad_arguments_exit_2():
     r = subprocess.run([TOOL, "flow", "--bytes", "zz"], capture_output=True, text=True)
     assert r.returncode == 2
+
+
+@pytest.mark.parametrize("bad,why", [
+    ("a 127.0.0.1:9 -1 0", 'BYTES "-1" is negative'),
+    ("a 127.0.0.1:9 0 0", "BYTES is 0"),
+    ("a 127.0.0.1:9 18446744073709551616 0", 'BYTES "18446744073709551616" overflows'),
+    ("a 127.0.0.1:9 99999999999999999999999 0", "overflows"),
+    ("a 127.0.0.1:9 +5 0", 'BYTES "+5" is not a decimal number'),
+    ("a 127.0.0.1:9 5x 0", 'BYTES "5x" is not a decimal number'),
+    ("a 127.0.0.1:9 100 0 junk", 'junk "junk" after the 4 fields'),
+    ("a 127.0.0.1:9 100 0 1 2", 'junk "1 2" after the 4 fields'),
+    ("a 127.0.0.1:9 100 -5", 'AT_US "-5" is negative'),
+    ("a 127.0.0.1:9 100 1e6", 'AT_US "1e6" is not a decimal number'),
+    ("a 127.0.0.1:9 100 18446744073709551616", 'AT_US "18446744073709551616" overflows'),
+    ("a 127.0.0.1:9 100 18446744073709551615", "AT_US 18446744073709551615 overflows the clock"),
+    ("a 127.0.0.1:9 100", "3 fields, not 4"),
+    ("a :9 100 0", 'bad HOST[:PORT] ":9"'),
+    ("a 127.0.0.1: 100 0", 'bad HOST[:PORT] "127.0.0.1:"'),
+    ("a 127.0.0.1:0 100 0", 'bad port "0"'),
+    ("a 127.0.0.1:65536 100 0", 'bad port "65536"'),
+    ("a 127.0.0.1:http 100 0", 'bad port "http"'),
+    ("x" * 64 + " 127.0.0.1:9 100 0", "ID longer than 63 characters"),
+])
+def test_sched_rejects_a_malformed_line_by_its_number(bad, why):
+    """the good lines before it do not start: the whole schedule is checked
+    first (port 9 on loopback would refuse them anyway)"""
+    text = "first 127.0.0.1:9 100 0\n\n  \nsecond 127.0.0.1:9 100 +\n" + bad + "\nlast 127.0.0.1:9 1 0\n"
+    r = subprocess.run([TOOL, "sched"], input=text, capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2, r.stderr
+    assert "bad schedule line 5" in r.stderr and why in r.stderr, r.stderr
+    assert r.stdout == ""
+
+
+def test_sched_rejects_an_overlong_line():
+    r = subprocess.run([TOOL, "sched"], input="a 127.0.0.1:9 1 0\nb " + "h" * 600 + " 1 0\n",
+                       capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2 and "bad schedule line 2" in r.stderr and "longer than" in r.stderr
+
+
+def test_sched_takes_tabs_crlf_and_a_last_line_without_newline(server):
+    text = f"a\t127.0.0.1:{server}  1000 0\r\nb 127.0.0.1:{server} 2000 +"
+    r = subprocess.run([TOOL, "sched"], input=text, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    got = {j["id"]: j for j in lines(r.stdout)}
+    assert got["a"]["bytes"] == 1000 and got["b"]["bytes"] == 2000
