@@ -116,13 +116,17 @@ def analyse(raw):
             notifications=notification_overhead(ports, r["duration_s"], meta),
             rtt_us=r.get("rtt_us"),
             cpu=r.get("cpu"),
+            fault_errors=list(r.get("fault_errors") or []),
             incomplete=sum(1 for f in flows if f.get("tput_bps") is None and f.get("fct_us") is None)))
     # each scheme's elephant throughput against "optimal" on the same workload
     opt = {r["workload"]: r["elephant_mean_bps"] for r in runs if r["scheme"] == "optimal"}
     for r in runs:
         o = opt.get(r["workload"])
         r["of_optimal"] = (r["elephant_mean_bps"] / o) if o and r["elephant_mean_bps"] is not None else None
-    return dict(meta=meta, runs=runs)
+    # a run whose fault failed (or never happened) is not the run the
+    # experiment asked for: the report says FAILED
+    failed = [f"{r['scheme']}/{r['workload']}: {e}" for r in runs for e in r["fault_errors"]]
+    return dict(meta=meta, runs=runs, failed=failed)
 
 
 def plots(raw, res, out):
@@ -227,6 +231,9 @@ def us(v):
 def markdown(res, pngs, out):
     m = res["meta"]
     L = [f"# Testbed report ({m.get('platform')}, {m.get('kernel')})", ""]
+    if res.get("failed"):
+        L += ["**FAILED**: fault injection failed, so these runs are not the failure experiment they claim to be:",
+              ""] + [f"- {x}" for x in res["failed"]] + [""]
     topo = (m.get("experiment") or {}).get("topology")
     if topo:
         L.append(f"Topology: {json.dumps(topo)}.")
@@ -292,8 +299,10 @@ def main(argv=None):
     a = ap.parse_args(argv)
     with open(a.raw) as f:
         raw = json.load(f)
-    build(raw, a.out, plot=not a.no_plots)
+    res = build(raw, a.out, plot=not a.no_plots)
     sys.stdout.write(open(os.path.join(a.out, "report.md")).read())
+    if res["failed"]:
+        sys.exit(f"report: FAILED: {len(res['failed'])} fault(s) failed or never happened")
 
 
 if __name__ == "__main__":

@@ -19,12 +19,23 @@ workloads to run under each:
                    {"name": "stride", "with": [{"name": "mice", "count": 20}]}],
      "duration_s": 10,
      "sysctls": {"net.ipv4.tcp_congestion_control": "cubic"},
-     "rtt_probe": true,
-     "faults": [{"at_s": 3, "node": "l1", "port": "s1", "action": "down"},
-                {"at_s": 6, "node": "l1", "port": "s1", "action": "up"},
-                {"at_s": 3, "node": "l1", "port": "s2", "action": "degrade", "mbit": 1}]}
+     "rtt_probe": true}
 
+testbed/experiment.schema.json defines every key (testbed/experiment.py
+checks a file against it, and across keys, before any boot: a bad key,
+type or range is an error naming the file and the key's JSON path).
 A scheme's "sysctls" apply to its hosts after the experiment's.
+"faults" (at seconds after the clients start, in every scheme's run, so
+every scheme's topology must have the link: no Optimal scheme on one
+switch next to faults on l1)
+
+    "faults": [{"at_s": 3, "node": "l1", "port": "s1", "action": "down"},
+               {"at_s": 6, "node": "l1", "port": "s1", "action": "up"},
+               {"at_s": 3, "node": "l1", "port": "s2", "action": "degrade", "mbit": 1}]
+
+go into each run's record ("faults", "fault_errors"); a fault that
+failed, or never happened, makes the run FAILED in the report and the
+exit status non-zero.
 A workload's "with" lists workloads run alongside it in the same run
 (Presto's mice next to elephants: {"name": "stride", "with": [{"name":
 "mice"}]}).  A scheme's "topology" overrides fields of the experiment's.  Elephants
@@ -257,10 +268,8 @@ def run_one(fab, scheme, wl, flows, exp):
         probe = fab.spawn(hosts[0], ["sockperf", "ping-pong", "--tcp", "-i", fab.ip(hosts[-1]),
                                      "-p", str(SOCKPERF_PORT), "-t", str(max(2, int(duration) - 2)),
                                      "-m", "64", "--mps", str(exp.get("rtt_probe_mps", 500)), "--full-log", log])
-    timers = []
-    for fault in exp.get("faults", []):
-        timers.append(threading.Timer(fault["at_s"], apply_fault, (fab, fault)))
-        timers[-1].start()
+    faults = Faults(fab, exp.get("faults", []))
+    faults.start()
     subflows = None
     if mptcp and flows:
         # MPTCP's subflows are TCP sockets of the sender: count those of
@@ -303,8 +312,7 @@ def run_one(fab, scheme, wl, flows, exp):
     recs += [sized_record(f, done.get(str(f["id"]))) for f in sized]
     t_cpu1 = cpu_busy()
     gate.close()
-    for t in timers:
-        t.cancel()
+    fault_recs, fault_errors = faults.stop()
     rtt = None
     if probe:
         try:
@@ -318,20 +326,87 @@ def run_one(fab, scheme, wl, flows, exp):
                   flush=True)
     tot, idle = t_cpu1[0] - t_cpu0[0], t_cpu1[1] - t_cpu0[1]
     return dict(scheme=scheme["name"], workload=wl["name"], duration_s=float(duration), flows=recs,
-                mptcp_subflows=subflows,
+                mptcp_subflows=subflows, faults=fault_recs, fault_errors=fault_errors,
                 ports=fab.port_counters(), rtt_us=rtt,
                 cpu={"guest": max(0.0, min(1.0, 1 - idle / tot)) if tot else 0.0})
 
 
-def apply_fault(fab, fault):
+def fault_str(fault):
+    mbit = f" to {fault.get('mbit')} Mbit/s" if fault.get("action") == "degrade" else ""
+    return f"{fault.get('action')} {fault.get('node')}:{fault.get('port')}{mbit} at {fault.get('at_s')} s"
+
+
+def apply_fault(fab, fault, t0=None):
+    """apply one fault; returns its record: the fault's keys, "applied",
+    "error" (None or why it failed) and "t_s" (seconds after t0).  Never
+    raises: it runs on a timer thread, and a fault must not kill the run
+    (its failure fails the run instead, through the record)."""
+    rec = dict(fault, applied=False, error=None, t_s=round(time.time() - t0, 3) if t0 else None)
     try:
         if fault["action"] in ("down", "up"):
             fab.set_link(fault["node"], fault["port"], fault["action"] == "up")
         elif fault["action"] == "degrade":
             fab.degrade_link(fault["node"], fault["port"], fault["mbit"])
-        print(f"fault: {fault}", flush=True)
-    except Exception as e:      # a fault must not kill the run
-        print(f"fault {fault} failed: {e}", flush=True)
+        else:
+            raise ValueError(f"unknown action {fault['action']!r}")
+        rec["applied"] = True
+        print(f"fault: {fault_str(fault)}", flush=True)
+    except Exception as e:
+        rec["error"] = f"{type(e).__name__}: {e}" if not str(e) else str(e)
+        print(f"fault: {fault_str(fault)} FAILED: {rec['error']}", flush=True)
+    return rec
+
+
+class Faults:
+    """An experiment's faults during one run, each on a timer thread.
+
+    start() arms the timers (at_s after now); stop() cancels those that
+    have not fired, waits for those being applied and returns (records,
+    errors): one record per fault (apply_fault's; a fault that never
+    happened has applied False and an error saying so), and one message
+    per fault that failed or never happened.  A timer thread never
+    raises."""
+    JOIN_TIMEOUT_S = 60
+
+    def __init__(self, fab, faults):
+        self.fab = fab
+        self.faults = list(faults)
+        self.records = [None] * len(self.faults)
+        self.timers = []
+        self.t0 = None
+
+    def start(self):
+        self.t0 = time.time()
+        for i, fault in enumerate(self.faults):
+            t = threading.Timer(fault["at_s"], self._fire, (i,))
+            t.daemon = True         # a run that raises must not wait for them
+            t.start()
+            self.timers.append(t)
+
+    def _fire(self, i):
+        fault = self.faults[i]
+        self.records[i] = dict(fault, applied=False, t_s=None,
+                               error="still being applied when the run ended")
+        try:
+            self.records[i] = apply_fault(self.fab, fault, self.t0)
+        except BaseException as e:  # apply_fault does not raise; belt and braces
+            self.records[i] = dict(fault, applied=False, t_s=None, error=f"{type(e).__name__}: {e}")
+
+    def stop(self):
+        for t in self.timers:
+            t.cancel()
+        for t in self.timers:
+            t.join(self.JOIN_TIMEOUT_S)
+        ran = round(time.time() - self.t0, 1) if self.t0 else 0
+        recs, errors = [], []
+        for fault, rec in zip(self.faults, self.records):
+            if rec is None:
+                rec = dict(fault, applied=False, t_s=None,
+                           error=f"never happened: the run ended after {ran} s, before at_s")
+            recs.append(rec)
+            if not rec["applied"]:
+                errors.append(f"fault {fault_str(fault)}: {rec['error']}")
+        return recs, errors
 
 
 def topology_for(exp, scheme):
@@ -348,13 +423,33 @@ def experiment_congestion_controls(exp):
             if "net.ipv4.tcp_congestion_control" in d}
 
 
+def load_experiment(path, duration=0):
+    """the experiment at path with --duration applied, checked against
+    experiment.schema.json (and across keys); a bad one exits (2) with
+    every problem, each naming the file and the key's JSON path"""
+    from experiment import ExperimentError, load, validate_experiment
+    try:
+        exp = load(path)
+        name = path
+        if duration and isinstance(exp, dict):
+            exp["duration_s"] = duration
+            name = f"{path} (with --duration {duration:g})"
+        return validate_experiment(exp, name=name)
+    except ExperimentError as e:
+        print(f"testbed: bad experiment, nothing run:\n{e}", file=sys.stderr, flush=True)
+        sys.exit(2)
+
+
+def run_failures(raw):
+    """every run's fault errors, as 'SCHEME/WORKLOAD: error'"""
+    return [f"{r.get('scheme')}/{r.get('workload')}: {e}" for r in raw.get("runs", [])
+            for e in r.get("fault_errors") or []]
+
+
 def guest_main(a):
     from fabric import Fabric
     import workloads
-    with open(a.experiment) as f:
-        exp = json.load(f)
-    if a.duration:
-        exp["duration_s"] = a.duration
+    exp = load_experiment(a.experiment, a.duration)
     subprocess.run("modprobe tcp_dctcp; modprobe sch_fastlane", shell=True)
     from netlab import allow_congestion_controls
     allow_congestion_controls(experiment_congestion_controls(exp))
@@ -388,12 +483,21 @@ def guest_main(a):
                   f" {len(tp)}/{len(flows)} flows, mean {sum(tp) / max(1, len(tp)) / 1e6:.2f} Mbit/s", flush=True)
     with open(os.path.join(os.environ.get("DCNET_OUT", a.out), "raw.json"), "w") as f:
         json.dump(raw, f)
+    failed = run_failures(raw)
+    if failed:
+        print("testbed: FAILED: a fault did not happen as the experiment says:\n  " + "\n  ".join(failed),
+              flush=True)
+        sys.exit(1)
 
 
 def host_main(a):
     import report
+    load_experiment(a.experiment, a.duration)       # before any boot
     out = os.path.abspath(a.out)
     os.makedirs(out, exist_ok=True)
+    raw_path = os.path.join(out, "raw.json")
+    if os.path.exists(raw_path):
+        os.unlink(raw_path)     # an earlier run's must not pass for this one's
     cmd = [os.path.join(ROOT, ".venv", "bin", "python"), os.path.abspath(__file__), "--guest",
            "--experiment", os.path.abspath(a.experiment), "--out", out]
     if a.duration:
@@ -402,12 +506,20 @@ def host_main(a):
                          "--out", out, "--timeout", str(a.timeout), "--"] + cmd).returncode
     with open(os.path.join(out, "guest.log"), errors="replace") as f:
         sys.stdout.write(f.read())
-    if rc != 0 or not os.path.exists(os.path.join(out, "raw.json")):
+    if not os.path.exists(raw_path):
         sys.exit("testbed: the guest run failed")
-    with open(os.path.join(out, "raw.json")) as f:
+    with open(raw_path) as f:
         raw = json.load(f)
+    failed = run_failures(raw)
+    if rc != 0 and not failed:
+        sys.exit("testbed: the guest run failed")
+    # failed faults: the report still shows the runs, marked FAILED
     report.build(raw, out)
     print(open(os.path.join(out, "report.md")).read())
+    if failed:
+        sys.exit("testbed: FAILED: a fault did not happen as the experiment says:\n  " + "\n  ".join(failed))
+    if rc != 0:
+        sys.exit("testbed: the guest run failed")
 
 
 def main():
@@ -419,6 +531,8 @@ def main():
     ap.add_argument("--duration", type=float, default=0, help="override the experiment's seconds per run")
     ap.add_argument("--timeout", type=int, default=3600)
     a = ap.parse_args()
+    if a.duration < 0:
+        ap.error("--duration must be > 0 (or 0: the experiment's)")
     (guest_main if a.guest else host_main)(a)
 
 
