@@ -157,10 +157,13 @@ class Host:
 
 
 class Fabric:
-    def __init__(self, topo, mode="ecmp", prefix="tb", subflows=8):
+    def __init__(self, topo, mode="ecmp", prefix="tb", subflows=8, hash_seed=None):
         if mode not in ("ecmp", "mptcp", "l2"):
             raise ValueError(f"mode {mode!r}: ecmp, mptcp or l2")
         self.topo, self.mode, self.prefix, self.subflows = topo, mode, prefix, subflows
+        # net.ipv4.fib_multipath_hash_seed of every switch (None: the
+        # kernel's random per-boot key); IPv4 ECMP placement then repeats
+        self.hash_seed = hash_seed
         self.hosts = {}
         self.switches = []
         self.links = []             # (node a, port on a, node b, port on b)
@@ -271,6 +274,8 @@ class Fabric:
             sysctl("net.ipv6.conf.all.forwarding", 1)
             sysctl("net.ipv4.fib_multipath_hash_policy", 1)
             sysctl("net.ipv6.fib_multipath_hash_policy", 1)
+            if self.hash_seed is not None:
+                sysctl("net.ipv4.fib_multipath_hash_seed", self.hash_seed)
             sysctl("net.ipv6.conf.default.accept_dad", 0)
             sysctl("net.ipv6.conf.all.accept_dad", 0)
             if self.topo.fastlane:

@@ -51,6 +51,7 @@ import copy
 import datetime
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -67,11 +68,12 @@ SIZED_PORT = 5301           # one dltraffic server per receiving host
 DLTRAFFIC = os.path.join(HERE, "tools", "dltraffic")
 
 
-def cpu_busy():
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    idle = v[3] + v[4]
-    return sum(v), idle
+sys.path.insert(0, ROOT)
+from dcnet import hostrun  # noqa: E402
+from dcnet.stats import CPU_LIMIT, cpu_busy as busy_fraction, cpu_sample as cpu_busy  # noqa: E402,F401
+
+HASH_SEED = 1               # fib_multipath_hash_seed unless the experiment sets hash_seed
+CPORT_BASE = 20000          # iperf3 --cport: flow i's data connection leaves from CPORT_BASE + i
 
 
 def parse_fulllog(path):
@@ -87,7 +89,7 @@ def parse_fulllog(path):
                 cdf=[[q(p) if p < 1 else rtts[-1], p] for p in ps])
 
 
-def wait_listening(fab, node, ports, timeout=30.0):
+def wait_listening(fab, node, ports, timeout=300.0):
     """Wait until every TCP port in ports listens in node's namespace (a
     fixed sleep is not enough in the debug guest, where starting a
     process in a namespace takes seconds).  Returns the ports that never
@@ -135,14 +137,17 @@ def iperf_record(flow, out, duration):
 
 
 def sized_schedules(fab, flows):
-    """per sending host, the `dltraffic sched` lines of its sized flows:
-    at their start times, or (a shuffle) one after the other"""
+    """per (sending host, lane), the `dltraffic sched` lines of its sized
+    flows: at their start times, or (a shuffle's lane) one after the
+    other.  Flows without a lane are lane 0; a shuffle's two lanes are two
+    `dltraffic sched` processes, so two transfers run at a time."""
     per = {}
     for f in flows:
         at = "+" if f.get("start_s") is None else str(int(f["start_s"] * 1e6))
-        per.setdefault(f["src"], []).append((f.get("start_s") or 0, f.get("order", 0),
-                                             f"{f['id']} {fab.ip(f['dst'])}:{SIZED_PORT} {int(f['bytes'])} {at}"))
-    return {h: "\n".join(x[2] for x in sorted(v)) + "\n" for h, v in per.items()}
+        per.setdefault((f["src"], f.get("lane", 0)), []).append(
+            (f.get("start_s") or 0, f.get("order", 0),
+             f"{f['id']} {fab.ip(f['dst'])}:{SIZED_PORT} {int(f['bytes'])} {at}"))
+    return {k: "\n".join(x[2] for x in sorted(v)) + "\n" for k, v in per.items()}
 
 
 def sized_record(flow, res):
@@ -237,7 +242,7 @@ def run_one(fab, scheme, wl, flows, exp):
     for node, ports in listen.items():
         missing = wait_listening(fab, node, ports)
         if missing:
-            print(f"run: {node} is not listening on {sorted(missing)} after 30 s", flush=True)
+            print(f"run: {node} is not listening on {sorted(missing)} after 300 s", flush=True)
     time.sleep(0.2)
     # Every client waits at a start barrier: in the guest each process
     # start takes 1-5 s, so clients started one after the other would
@@ -247,10 +252,11 @@ def run_one(fab, scheme, wl, flows, exp):
     for f in flows:
         clients.append((f, fab.spawn(f["src"], wrap + gate.argv(["iperf3", "-c", fab.ip(f["dst"]),
                                                                 "-p", str(f["port"]), "-t", str(duration),
+                                                                "--cport", str(CPORT_BASE + f["id"]),
                                                                 "-i", "0.5", "-J", "--get-server-output"]))))
     scheds = []
     sched_lines = []
-    for src, lines in sized_schedules(fab, sized).items():
+    for (src, _lane), lines in sized_schedules(fab, sized).items():
         scheds.append(fab.spawn(src, wrap + gate.argv([DLTRAFFIC, "sched", "-p", str(SIZED_PORT)]),
                                 stdin=subprocess.PIPE))
         sched_lines.append(lines)
@@ -272,19 +278,18 @@ def run_one(fab, scheme, wl, flows, exp):
     faults.start()
     subflows = None
     if mptcp and flows:
-        # MPTCP's subflows are TCP sockets of the sender: count those of
-        # the last flow started once a second until its client exits, and
-        # keep the most (in the guest, starting 16 clients takes seconds:
-        # the first may be done by now).  iperf3's control connection
-        # goes to the same port and is an MPTCP connection as well: half
-        # of them belong to the data connection.
+        # MPTCP's own count: `ss -M -i` gives each MPTCP connection's
+        # mptcp_info, whose "subflows" are the subflows beside the first.
+        # Sampled once a second until the last flow started ends; the
+        # largest of its connections (iperf3's control connection is an
+        # MPTCP connection too, with as many subflows).
         f0, p0 = clients[-1]
         subflows = 0
         t_end = time.time() + duration + 60
         while p0.poll() is None and time.time() < t_end:
-            o = subprocess.run(["ip", "netns", "exec", fab.ns(f0["src"]), "ss", "-tnH", "state", "established",
+            o = subprocess.run(["ss", "-N", fab.ns(f0["src"]), "-MniH", "state", "established",
                                 f"dport = :{f0['port']}"], capture_output=True, text=True).stdout
-            subflows = max(subflows, len([x for x in o.splitlines() if x.strip()]) // 2)
+            subflows = max([subflows] + [int(n) + 1 for n in re.findall(r"\bsubflows:(\d+)", o)])
             time.sleep(1.0)
         print(f"mptcp: flow {f0['id']} ({f0['src']} -> {f0['dst']}) had up to {subflows} TCP subflows", flush=True)
     recs = []
@@ -458,12 +463,14 @@ def guest_main(a):
                          hosts=[f"h{i}" for i in range(1, base.n_hosts + 1)], link_mbit=base.link_mbit,
                          paper_link_mbit=base.paper_link_mbit, scale=base.scale,
                          started=datetime.datetime.now(datetime.timezone.utc).isoformat(),
+                         hash_seed=exp.get("hash_seed", HASH_SEED), cport_base=CPORT_BASE,
                          experiment=exp), runs=[])
     for scheme in exp["schemes"]:
         topo = topology_for(exp, scheme)
         for wl in exp["workloads"]:
             t0 = time.time()
-            fab = Fabric(topo, mode=scheme.get("mode", "ecmp"), subflows=scheme.get("subflows", 8))
+            fab = Fabric(topo, mode=scheme.get("mode", "ecmp"), subflows=scheme.get("subflows", 8),
+                         hash_seed=exp.get("hash_seed", HASH_SEED))
             try:
                 flows = []
                 # "with": workloads run alongside (Presto's mice next to elephants)
@@ -471,6 +478,10 @@ def guest_main(a):
                     params = {k: v for k, v in part.items() if k not in ("name", "with", "label")}
                     params.setdefault("duration_s", exp.get("duration_s", 10))
                     params.setdefault("link_mbit", topo.link_mbit)
+                    if part["name"] in ("random", "bijection") and base.kind == "clos":
+                        # not under the sender's leaf (Presto Sec. 5), and
+                        # the same flows for every scheme (Optimal too)
+                        params.setdefault("hosts_per_leaf", base.hosts_per_leaf)
                     flows += workloads.generate(part["name"], list(fab.hosts), **params)
                 workloads.renumber(flows)
                 label = wl.get("label") or "+".join(part["name"] for part in [wl] + list(wl.get("with", [])))
@@ -490,22 +501,16 @@ def guest_main(a):
         sys.exit(1)
 
 
-def host_main(a):
-    import report
-    load_experiment(a.experiment, a.duration)       # before any boot
-    out = os.path.abspath(a.out)
-    os.makedirs(out, exist_ok=True)
+def host_boot(a, out):
+    """One boot of the experiment into out; returns (raw, failures, rc)."""
     raw_path = os.path.join(out, "raw.json")
     if os.path.exists(raw_path):
         os.unlink(raw_path)     # an earlier run's must not pass for this one's
-    cmd = [os.path.join(ROOT, ".venv", "bin", "python"), os.path.abspath(__file__), "--guest",
+    cmd = [hostrun.GUEST_PY, os.path.abspath(__file__), "--guest",
            "--experiment", os.path.abspath(a.experiment), "--out", out]
     if a.duration:
         cmd += ["--duration", str(a.duration)]
-    rc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "vmrun.py"), "--kernel", a.kernel,
-                         "--out", out, "--timeout", str(a.timeout), "--"] + cmd).returncode
-    with open(os.path.join(out, "guest.log"), errors="replace") as f:
-        sys.stdout.write(f.read())
+    rc = hostrun.boot(a.kernel, out, cmd, a.timeout, hostrun.clock_of(a))
     if not os.path.exists(raw_path):
         sys.exit("testbed: the guest run failed")
     with open(raw_path) as f:
@@ -513,12 +518,60 @@ def host_main(a):
     failed = run_failures(raw)
     if rc != 0 and not failed:
         sys.exit("testbed: the guest run failed")
-    # failed faults: the report still shows the runs, marked FAILED
-    report.build(raw, out)
+    return raw, failed, rc
+
+
+def cpu_flags(raw):
+    """runs whose virtual CPU was busier than CPU_LIMIT: there the guest's
+    CPU, not the network, may set the result"""
+    return [f"{r['scheme']}/{r['workload']} {max((r.get('cpu') or {}).values() or [0]) * 100:.0f}%"
+            for r in raw["runs"] if max((r.get("cpu") or {}).values() or [0]) > CPU_LIMIT]
+
+
+def host_main(a):
+    import report
+    load_experiment(a.experiment, a.duration)       # before any boot
+    out = os.path.abspath(a.out)
+    os.makedirs(out, exist_ok=True)
+    n = max(1, a.repeat)
+    results, walls, failures, rcs = [], [], [], []
+    for i in range(n):
+        run_out = out if n == 1 else os.path.join(out, f"run{i + 1}")
+        os.makedirs(run_out, exist_ok=True)
+        t0 = time.time()
+        raw, failed, rc = host_boot(a, run_out)
+        # failed faults: the report still shows the runs, marked FAILED
+        res = report.build(raw, run_out)
+        walls.append(time.time() - t0)
+        meta = raw.get("meta", {})
+        flags = cpu_flags(raw)
+        extra = {"scale": f"{meta.get('link_mbit')} Mbit/s links against the paper's "
+                          f"{meta.get('paper_link_mbit')} ({meta.get('scale')})",
+                 "seeds": f"workload seeds as in the experiment, fib_multipath_hash_seed "
+                          f"{meta.get('hash_seed')}, iperf3 --cport {meta.get('cport_base')}+flow id",
+                 "virtual CPU": (f"above {CPU_LIMIT * 100:.0f}% busy in " + ", ".join(flags)) if flags
+                 else f"at most {CPU_LIMIT * 100:.0f}% busy in every run"}
+        hostrun.insert_header(os.path.join(run_out, "report.md"), hostrun.header(run_out, walls[-1], extra))
+        results.append(res)
+        failures += failed
+        rcs.append(rc)
+    if n > 1:
+        import shutil as _sh
+        rows = hostrun.spread(results, ignore=("kernel", "elapsed", "wall", "cpu", "started"))
+        with open(os.path.join(out, "repeat.json"), "w") as f:
+            json.dump(dict(runs=n, clock=hostrun.clock_of(a), wall_s=walls, figures=rows), f, indent=1)
+        for fn in os.listdir(os.path.join(out, "run1")):
+            if fn.endswith((".png", ".md")):
+                _sh.copy(os.path.join(out, "run1", fn), os.path.join(out, fn))
+        with open(os.path.join(out, "report.md"), "a") as f:
+            f.write("\n" + "\n".join(hostrun.spread_markdown(rows, n)) + "\n\nEach run's own report: "
+                    + ", ".join(f"[run {i + 1}](run{i + 1}/report.md)" for i in range(n)) + ".\n")
+        have = [r["spread"] for r in rows if r["spread"] is not None]
+        print(f"testbed: {n} runs, largest figure spread {max(have or [0]) * 100:.2f}%")
     print(open(os.path.join(out, "report.md")).read())
-    if failed:
-        sys.exit("testbed: FAILED: a fault did not happen as the experiment says:\n  " + "\n  ".join(failed))
-    if rc != 0:
+    if failures:
+        sys.exit("testbed: FAILED: a fault did not happen as the experiment says:\n  " + "\n  ".join(failures))
+    if any(rcs):
         sys.exit("testbed: the guest run failed")
 
 
@@ -526,10 +579,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--guest", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--experiment", default=os.path.join(HERE, "experiments", "default.json"))
-    ap.add_argument("--kernel", default=os.path.expanduser("~/.cache/dcnet/build/obj-release"))
-    ap.add_argument("--out", default=os.path.join(ROOT, "results", "testbed"))
+    hostrun.add_args(ap, os.path.join(ROOT, "results", "testbed"))
     ap.add_argument("--duration", type=float, default=0, help="override the experiment's seconds per run")
-    ap.add_argument("--timeout", type=int, default=3600)
     a = ap.parse_args()
     if a.duration < 0:
         ap.error("--duration must be > 0 (or 0: the experiment's)")

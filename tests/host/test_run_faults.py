@@ -139,7 +139,8 @@ def test_host_fails_a_run_with_fault_errors(tmp_path, monkeypatch, capsys, guest
         return subprocess.CompletedProcess(argv, guest_rc)
     monkeypatch.setattr(run.subprocess, "run", fake_vmrun)
     a = types.SimpleNamespace(experiment=os.path.join(ROOT, "testbed", "experiments", "default.json"),
-                              out=str(out), duration=0, kernel="/nonexistent", timeout=10)
+                              out=str(out), duration=0, kernel="/nonexistent", timeout=10,
+                              clock="real", repeat=1)
     if want is None:
         run.host_main(a)
     else:
@@ -160,7 +161,7 @@ def test_guest_exits_non_zero_after_writing_raw(tmp_path, monkeypatch):
         hosts = {"h1": None, "h2": None}
         t_build = 0.0
 
-        def __init__(self, topo, mode, subflows):
+        def __init__(self, topo, mode, subflows, hash_seed=None):
             pass
 
         def close(self):

@@ -125,8 +125,8 @@ def test_sized_flow_schedules(tmp_path):
     hosts = [f"h{i}" for i in range(1, 5)]
     mice = workloads.generate("mice", hosts, count=3, duration_s=2)
     sch = testbed_run.sized_schedules(Fab(), mice)
-    assert sorted(sch) == hosts
-    for h, text in sch.items():
+    assert sorted(sch) == [(h, 0) for h in hosts]
+    for (h, _lane), text in sch.items():
         lines = [x.split() for x in text.splitlines()]
         mine = [f for f in mice if f["src"] == h]
         assert [int(x[0]) for x in lines] == [f["id"] for f in mine]
@@ -135,6 +135,10 @@ def test_sized_flow_schedules(tmp_path):
     shuf = workloads.generate("shuffle", hosts, bytes=1000)
     sch = testbed_run.sized_schedules(Fab(), shuf)
     assert all(x.split()[3] == "+" for t in sch.values() for x in t.splitlines())
+    # two transfers at a time: two chains per sender, together every flow once
+    assert sorted(sch) == sorted((h, lane) for h in hosts for lane in (0, 1))
+    ids = sorted(int(x.split()[0]) for t in sch.values() for x in t.splitlines())
+    assert ids == sorted(f["id"] for f in shuf)
     # the real tool, on loopback: every flow of the schedule reports its FCT
     tool = testbed_run.DLTRAFFIC
     if not os.path.exists(tool):
