@@ -14,6 +14,10 @@ RESULTS ?= $(ROOT)/results
 VENV := $(ROOT)/.venv
 export BUILD RESULTS VENV
 PY := $(VENV)/bin/python
+# Benches, the demonstration and the testbed run in the guest's virtual
+# time (QEMU icount) unless DCNET_CLOCK=real; REPEAT=2 boots each twice
+# with the same seeds and reports how far every figure moved.
+REPEAT ?= 1
 
 .PHONY: all deps kernel kernel-debug kernel-release tools demo check check-host \
 	check-guest bench-d2tcp bench-htb bench-fastlane iproute2 series checkpatch clean distclean help \
@@ -46,7 +50,7 @@ iproute2:
 # The default demonstration: D2TCP against DCTCP on the paper's deadline
 # microbenchmark (Fig. 6), scaled, on the release kernel.
 demo: tools
-	@$(PY) bench/d2tcp.py --kernel $(BUILD)/obj-release --out $(RESULTS)/demo --only fig6
+	@$(PY) bench/d2tcp.py --kernel $(BUILD)/obj-release --out $(RESULTS)/demo --only fig6 --repeat $(REPEAT)
 	@echo "demo report: $(RESULTS)/demo/report.md"
 
 check: deps kernel-debug tools
@@ -57,15 +61,15 @@ check-host: deps tools
 	@scripts/check.sh --host-only
 
 bench-d2tcp: deps kernel-release tools
-	@$(PY) bench/d2tcp.py --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-d2tcp
+	@$(PY) bench/d2tcp.py --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-d2tcp --repeat $(REPEAT)
 	@echo "report: $(RESULTS)/bench-d2tcp/report.md"
 
 bench-fastlane: deps kernel-release tools
-	@$(PY) bench/fastlane.py --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-fastlane
+	@$(PY) bench/fastlane.py --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-fastlane --repeat $(REPEAT)
 	@echo "report: $(RESULTS)/bench-fastlane/report.md"
 
 bench-htb: deps kernel-release tools
-	@$(PY) bench/htb.py --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-htb
+	@$(PY) bench/htb.py --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-htb --repeat $(REPEAT)
 	@echo "report: $(RESULTS)/bench-htb/report.md"
 
 # The testbed's default suite (testbed/experiments/default.json): Optimal,
@@ -73,7 +77,7 @@ bench-htb: deps kernel-release tools
 # in the release guest.  EXPERIMENT=path runs another definition.
 EXPERIMENT ?= testbed/experiments/default.json
 testbed: deps kernel-release tools
-	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment $(EXPERIMENT) --out $(RESULTS)/testbed
+	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment $(EXPERIMENT) --out $(RESULTS)/testbed --repeat $(REPEAT)
 	@echo "report: $(RESULTS)/testbed/report.md"
 
 # testbed/physical (Ansible) for real: sshd in network namespaces inside the
