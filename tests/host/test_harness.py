@@ -28,7 +28,7 @@ def run_guest_like_pytest(tmp_path, body, timeout=3):
     env = dict(os.environ, PYTHONPATH=SCRIPTS, DCNET_JSONL=str(gdir / "guest-results.jsonl"))
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                         "-p", "pytest_jsonl", f"--timeout={timeout}", "--timeout-method=signal",
-                        str(tdir)], env=env, capture_output=True, text=True, timeout=120)
+                        "test_x.py"], env=env, capture_output=True, text=True, timeout=120, cwd=tdir)
     return r, gdir
 
 
