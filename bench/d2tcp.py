@@ -23,7 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "testbed"))
 sys.path.insert(0, ROOT)
 from dcnet import hostrun  # noqa: E402
-from dcnet.stats import percentile  # noqa: E402
+from dcnet.stats import CPU_LIMIT, cpu_busy, cpu_sample, percentile  # noqa: E402
 
 SCHEMES = ["dctcp", "d2tcp"]
 
@@ -64,6 +64,17 @@ def fig7_scale():
 
 # ---------------------------------------------------------------- guest side
 
+def sample_at(start_us):
+    """cpu_sample() when the traffic starts: at start_us (the dltraffic
+    processes' --start-at-us), or now if that has passed.  Process starts
+    before it are not part of the measured interval."""
+    from netlab import monotonic_us
+    wait = start_us - monotonic_us()
+    if wait > 0:
+        time.sleep(wait / 1e6)
+    return cpu_sample()
+
+
 def guest_fig6(reps):
     from netlab import DLTRAFFIC, Lab, json_lines, monotonic_us
     runs = []
@@ -82,6 +93,7 @@ def guest_fig6(reps):
                             "--deadline-us", str(dl * 1000), "--cc", cc, "--id", f"flow{i}",
                             "--sample-ms", "100", "--start-at-us", str(start)]
                     procs.append(lab.spawn(f"h{i + 1}", args))
+                c0 = sample_at(start)
                 flows, samples = [], []
                 for p in procs:
                     out, err = p.communicate(timeout=300)
@@ -89,11 +101,14 @@ def guest_fig6(reps):
                         raise RuntimeError(f"dltraffic failed: {err}")
                     for r in json_lines(out):
                         (flows if r["type"] == "flow" else samples).append(r)
+                busy = cpu_busy(c0, cpu_sample())
                 q = lab.qdisc_stats("rx")
-                runs.append(dict(cc=cc, rep=rep, start_us=start, flows=flows, samples=samples, qdisc=q))
+                runs.append(dict(cc=cc, rep=rep, start_us=start, flows=flows, samples=samples, qdisc=q,
+                                 cpu_busy=busy))
                 print(f"fig6 {cc} rep {rep}: " + ", ".join(
                     f"{f['id']} {f['fct_us'] / 1000:.0f} ms {'met' if f['met'] else 'MISSED'}"
-                    for f in sorted(flows, key=lambda f: f["id"])), flush=True)
+                    for f in sorted(flows, key=lambda f: f["id"])) + f"; virtual CPU {busy_pct(busy)} busy",
+                    flush=True)
             finally:
                 lab.close()
     return dict(sizes=sizes, deadlines_ms=FIG6_DEADLINES_MS, runs=runs)
@@ -134,6 +149,7 @@ def guest_fig7(queries):
                                           "--queries", str(queries), "--resp-bytes", f"{resp[0]}-{resp[1]}",
                                           "--deadline-us", f"{dl[0]}-{dl[1]}", "--interval-us", str(interval),
                                           "--cc", cc, "--seed", "7", "--start-at-us", str(start)])
+                c0 = sample_at(start)
                 out, err = root.communicate(timeout=1800)
                 if root.returncode != 0:
                     raise RuntimeError(f"fanin failed: {err}")
@@ -142,30 +158,36 @@ def guest_fig7(queries):
                 for b in bgs:
                     o, e = b.communicate(timeout=600)
                     bg += [r for r in json_lines(o) if r["type"] == "flow"]
+                busy = cpu_busy(c0, cpu_sample())
                 q = lab.qdisc_stats("root")
                 flows = [r for r in recs if r["type"] == "flow"]
                 missed = sum(1 for r in flows if r["met"] is False)
                 runs.append(dict(cc=cc, fanin=fanin, interval_us=interval, flows=flows,
-                                 queries=[r for r in recs if r["type"] == "query"], background=bg, qdisc=q))
-                print(f"fig7 fan-in {fanin} {cc}: {missed}/{len(flows)} responses missed", flush=True)
+                                 queries=[r for r in recs if r["type"] == "query"], background=bg, qdisc=q,
+                                 cpu_busy=busy))
+                print(f"fig7 fan-in {fanin} {cc}: {missed}/{len(flows)} responses missed; "
+                      f"virtual CPU {busy_pct(busy)} busy", flush=True)
             finally:
                 lab.close()
     return dict(resp_bytes=resp, deadline_us=dl, bg_bytes=bg_bytes, bg_every_us=bg_every, runs=runs)
 
 
 def calibrate():
-    """Mbit/s of one unshaped cubic flow h1 -> sw -> rx in this guest."""
+    """(Mbit/s, virtual CPU busy fraction) of one unshaped cubic flow
+    h1 -> sw -> rx in this guest."""
     from netlab import DLTRAFFIC, Lab, json_lines
     lab = Lab(["h1", "rx"], prefix="c")
     try:
         lab.server("rx", 5001, cc="cubic")
+        c0 = cpu_sample()
         p = lab.spawn("h1", [DLTRAFFIC, "flow", "-c", lab.ip("rx"), "-p", "5001", "--bytes",
                              str(CALIBRATE_BYTES), "--cc", "cubic", "--id", "calibrate"])
         out, err = p.communicate(timeout=600)
+        busy = cpu_busy(c0, cpu_sample())
         if p.returncode != 0:
             raise RuntimeError(f"calibration flow failed: {err}")
         rec = next(r for r in json_lines(out) if r["type"] == "flow")
-        return rec["bytes"] * 8 / rec["fct_us"]
+        return rec["bytes"] * 8 / rec["fct_us"], busy
     finally:
         lab.close()
 
@@ -175,12 +197,13 @@ def guest_main(a):
     out = os.environ["DCNET_OUT"]
     subprocess.run("sysctl -qw net.ipv4.tcp_ecn=1", shell=True)
     subprocess.run("modprobe tcp_dctcp; modprobe tcp_d2tcp", shell=True, check=True)
-    sustained = calibrate()
+    sustained, cal_busy = calibrate()
     RATE_MBIT = a.rate_mbit or max(1, int(sustained * RATE_FRACTION))
     print(f"calibration: one unshaped flow {sustained:.1f} Mbit/s; bottleneck {RATE_MBIT} Mbit/s",
           flush=True)
     raw = dict(kernel=os.uname().release, rate_mbit=RATE_MBIT, sustained_mbit=sustained, k_bytes=K_BYTES, queue_bytes=QUEUE_BYTES,
-               fig6_scale=fig6_scale(), fig7_scale=fig7_scale(), fig7_time_scale=FIG7_TIME_SCALE)
+               fig6_scale=fig6_scale(), fig7_scale=fig7_scale(), fig7_time_scale=FIG7_TIME_SCALE,
+               calibration_cpu_busy=cal_busy)
     if a.only in (None, "fig6"):
         raw["fig6"] = guest_fig6(a.reps)
     if a.only in (None, "fig7"):
@@ -191,15 +214,40 @@ def guest_main(a):
 
 # ----------------------------------------------------------------- host side
 
+def busy_pct(busy):
+    """a cpu_busy fraction as a percentage; '-' where it was not measured
+    (raw records from before it was)"""
+    return "-" if busy is None else f"{busy * 100:.0f}%"
+
+
+def cpu_note(cells):
+    """The report's sentence on the virtual CPU: cells is [(label,
+    cpu_busy)]; every cell above CPU_LIMIT is named, since there the
+    guest's CPU rather than the emulated network may set the result.
+    (bench/fastlane.py and bench/htb.py use it too.)"""
+    limit = f"{CPU_LIMIT * 100:.0f}%"
+    measured = [(label, b) for label, b in cells if b is not None]
+    over = [f"{label} ({busy_pct(b)})" for label, b in measured if b > CPU_LIMIT]
+    if over:
+        return (f"Virtual CPU above {limit} busy in: {', '.join(over)}; "
+                "there the guest's CPU may set the result.")
+    if not measured:
+        return "The virtual CPU's busy fraction was not measured in this run."
+    unmeasured = len(cells) - len(measured)
+    return (f"The virtual CPU stayed at or below {limit} busy in every cell"
+            + (f" it was measured in ({unmeasured} without a measurement)." if unmeasured else "."))
+
+
 def analyse(raw):
     res = dict(kernel=raw["kernel"], rate_mbit=raw["rate_mbit"], sustained_mbit=raw.get("sustained_mbit"),
-               k_bytes=raw["k_bytes"],
+               calibration_cpu_busy=raw.get("calibration_cpu_busy"), k_bytes=raw["k_bytes"],
                queue_bytes=raw["queue_bytes"])
     if "fig6" in raw:
         f6 = raw["fig6"]
         per = {}
         for run in f6["runs"]:
-            d = per.setdefault(run["cc"], dict(missed=0, flows=0, fct_ms={}, marks=0))
+            d = per.setdefault(run["cc"], dict(missed=0, flows=0, fct_ms={}, marks=0, cpu_busy=[]))
+            d["cpu_busy"].append(run.get("cpu_busy"))      # per rep, in run order
             for fl in run["flows"]:
                 d["flows"] += 1
                 d["missed"] += fl["met"] is False
@@ -221,7 +269,8 @@ def analyse(raw):
             bg = run["background"]
             bg_mbit = [r["bytes"] * 8 / r["fct_us"] for r in bg if r["fct_us"] > 0]
             fcts = sorted(r["fct_us"] for r in flows)
-            rows.append(dict(cc=run["cc"], fanin=run["fanin"], responses=len(flows), missed=missed,
+            rows.append(dict(cc=run["cc"], fanin=run["fanin"], cpu_busy=run.get("cpu_busy"),
+                             responses=len(flows), missed=missed,
                              missed_fraction=missed / max(1, len(flows)),
                              fct_p50_ms=percentile(fcts, 50) / 1000 if fcts else None,
                              fct_p99_ms=percentile(fcts, 99) / 1000 if fcts else None,
@@ -288,11 +337,23 @@ def plots(raw, res, out):
 def report(res, pngs, out):
     L = ["# D2TCP against DCTCP", "",
          f"Kernel `{res['kernel']}` under virtme-ng, 2 vCPUs. One unshaped cubic flow "
-         f"through the router namespace sustained {res['sustained_mbit'] or 0:.1f} Mbit/s in this guest; "
+         f"through the router namespace sustained {res['sustained_mbit'] or 0:.1f} Mbit/s in this guest"
+         + (f" (virtual CPU {busy_pct(res.get('calibration_cpu_busy'))} busy: this flow measures what the "
+            "guest's CPU sustains, so it is not a flagged cell)" if res.get("calibration_cpu_busy") is not None
+            else "") + "; "
          f"the bottleneck is scaled to that. "
          f"Bottleneck: HTB {res['rate_mbit']} Mbit/s with RED marking CE above K = {res['k_bytes']} B "
          f"(min = K, max = K + 1 packet, probability 1), {res['queue_bytes']} B buffer. "
          f"Both schemes in the same run, same topology, same seeds.", ""]
+    cells = []
+    if "fig6" in res:
+        cells += [(f"Fig. 6 {cc} rep {i}", b) for cc in SCHEMES
+                  for i, b in enumerate(res["fig6"]["schemes"].get(cc, {}).get("cpu_busy", []))]
+    if "fig7" in res:
+        cells += [(f"Fig. 7 fan-in {r['fanin']} {r['cc']}", r.get("cpu_busy"))
+                  for r in sorted(res["fig7"]["rows"], key=lambda r: (r["fanin"], r["cc"]))]
+    L += ["The virtual CPU's busy fraction is taken from /proc/stat over each cell's measured interval. "
+          + cpu_note(cells), ""]
     if "fig6" in res:
         f6 = res["fig6"]
         L += ["## Deadline microbenchmark (paper Fig. 6)", "",
@@ -300,14 +361,16 @@ def report(res, pngs, out):
               f"(link {res['rate_mbit']} Mbit/s against the paper's ~{FIG6_REF_GBIT} Gbit/s aggregate) to "
               + "/".join(f"{s / 1e6:.1f}" for s in f6["sizes"]) + " MB; deadlines unscaled "
               + "/".join(str(d) for d in f6["deadlines_ms"]) + " ms.", "",
-              "| scheme | flows | missed | missed fraction | mean FCT per flow (ms) | CE marks |",
-              "|---|---|---|---|---|---|"]
+              "| scheme | flows | missed | missed fraction | mean FCT per flow (ms) | CE marks "
+              "| virtual CPU busy (per rep) |",
+              "|---|---|---|---|---|---|---|"]
         for cc in SCHEMES:
             d = f6["schemes"].get(cc)
             if d:
                 L.append(f"| {cc} | {d['flows']} | {d['missed']} | {d['missed_fraction']:.2f} | "
                          + ", ".join(f"{k}: {v:.0f}" for k, v in d["fct_ms_mean"].items())
-                         + f" | {d['marks']} |")
+                         + f" | {d['marks']} | "
+                         + ", ".join(busy_pct(b) for b in d.get("cpu_busy", [])) + " |")
         if "fig6-throughput.png" in pngs:
             L += ["", "![per-flow throughput](fig6-throughput.png)"]
         L.append("")
@@ -320,12 +383,13 @@ def report(res, pngs, out):
               f"{f7['bg_bytes'] / 1e6:.1f} MB every {f7['bg_every_us'] / 1e3:.0f} ms. Paper values "
               f"(100-500 KB, 5-25 ms, 10 MB / 80 ms at 10 Gbit/s) with sizes scaled by {f7['scale']:.3f} "
               f"and times by {f7['time_scale']}.", "",
-              "| fan-in | scheme | responses | missed | missed fraction | FCT p50 (ms) | FCT p99 (ms) | background Mbit/s |",
-              "|---|---|---|---|---|---|---|---|"]
+              "| fan-in | scheme | responses | missed | missed fraction | FCT p50 (ms) | FCT p99 (ms) "
+              "| background Mbit/s | virtual CPU busy |",
+              "|---|---|---|---|---|---|---|---|---|"]
         for r in sorted(f7["rows"], key=lambda r: (r["fanin"], r["cc"])):
             L.append(f"| {r['fanin']} | {r['cc']} | {r['responses']} | {r['missed']} | "
                      f"{r['missed_fraction']:.3f} | {r['fct_p50_ms']:.1f} | {r['fct_p99_ms']:.1f} | "
-                     f"{(r['background_mbit_mean'] or 0):.1f} |")
+                     f"{(r['background_mbit_mean'] or 0):.1f} | {busy_pct(r.get('cpu_busy'))} |")
         if "fig7-fanin.png" in pngs:
             L += ["", "![fan-in](fig7-fanin.png)"]
         L.append("")
@@ -342,7 +406,8 @@ def host_main(a):
 
     def render(raw, res, out):
         report(res, plots(raw, res, out), out)
-    hostrun.run(a, cmd, analyse, render, "bench-d2tcp")
+    # cpu_busy is a diagnostic of the run, not a figure of it (as in testbed/run.py)
+    hostrun.run(a, cmd, analyse, render, "bench-d2tcp", ignore=("kernel", "elapsed", "wall", "cpu"))
 
 
 def main():

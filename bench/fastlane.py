@@ -38,7 +38,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "testbed"))
 sys.path.insert(0, ROOT)
 from dcnet import hostrun  # noqa: E402
-from dcnet.stats import percentile  # noqa: E402
+from dcnet.stats import cpu_busy, cpu_sample, percentile  # noqa: E402
+from d2tcp import busy_pct, cpu_note, sample_at  # noqa: E402
 
 SCHEMES = ["tcp", "tcp-rto10", "tcp-fastlane", "dctcp", "dctcp-fastlane"]
 RATE_FRACTION = 0.2
@@ -133,6 +134,8 @@ def netstat(lab):
 
 
 def run_pa(lab, scheme, rate_mbit, load, duration, workers, longs, seed):
+    """the cell's flows, and the virtual CPU's busy fraction from the
+    traffic's start until its last process ended"""
     from netlab import DLTRAFFIC, json_lines, monotonic_us
     cc = "dctcp" if scheme.startswith("dctcp") else "cubic"
     rate_Bps = rate_mbit * 1e6 / 8
@@ -154,34 +157,42 @@ def run_pa(lab, scheme, rate_mbit, load, duration, workers, longs, seed):
         procs.append(("long", 0, lab.spawn(b, [
             DLTRAFFIC, "bulk", "-c", lab.ip("agg"), "-p", "5100", "--bytes", str(LONG_BYTES), "--every-us",
             str(every), "--count", str(count), "--cc", cc, "--id-prefix", f"{b}-", "--start-at-us", str(start)])))
-    flows = []
+    c0 = sample_at(start)
+    outs = []
     for kind, kb, p in procs:
         try:
             out, err = p.communicate(timeout=duration * 10 + 300)
         except subprocess.TimeoutExpired:
             p.kill()
             out, err = p.communicate()
+        outs.append((kind, kb, out))
+    busy = cpu_busy(c0, cpu_sample())
+    flows = []
+    for kind, kb, out in outs:
         for r in json_lines(out):
             if r.get("type") == "flow":
                 flows.append(dict(kind=kind, kb=kb, bytes=r["bytes"], fct_us=r["fct_us"]))
-    return flows
+    return flows, busy
 
 
 def run_incast(lab, scheme, n, queries, workers, seed):
     from netlab import DLTRAFFIC, json_lines
     cc = "dctcp" if scheme.startswith("dctcp") else "cubic"
     leaves = ",".join(f"{lab.ip(w)}:5001" for w in workers[:n])
+    c0 = cpu_sample()           # the queries start as soon as fanin does
     p = lab.spawn("agg", [DLTRAFFIC, "fanin", "--leaves", leaves, "--queries", str(queries),
                           "--resp-bytes", str(INCAST_BYTES), "--interval-us", "300000", "--cc", cc,
                           "--seed", str(seed)])
     out, err = p.communicate(timeout=1800)
+    busy = cpu_busy(c0, cpu_sample())
     recs = json_lines(out)
     return dict(flows=[r["fct_us"] for r in recs if r.get("type") == "flow"],
-                queries=[r["fct_us"] for r in recs if r.get("type") == "query"])
+                queries=[r["fct_us"] for r in recs if r.get("type") == "query"], cpu_busy=busy)
 
 
 def calibrate():
-    """Mbit/s of one unshaped cubic flow in this guest (bench-d2tcp's)"""
+    """(Mbit/s, virtual CPU busy fraction) of one unshaped cubic flow in
+    this guest (bench-d2tcp's)"""
     import d2tcp
     return d2tcp.calibrate()
 
@@ -206,11 +217,11 @@ def guest_main(a):
     from netlab import Lab
     out = os.environ["DCNET_OUT"]
     subprocess.run("modprobe tcp_dctcp; modprobe sch_fastlane", shell=True, check=True)
-    sustained = calibrate()
+    sustained, cal_busy = calibrate()
     rate = a.rate_mbit or max(1, int(sustained * RATE_FRACTION))
     print(f"calibration: one unshaped flow {sustained:.1f} Mbit/s; aggregator port {rate} Mbit/s", flush=True)
     raw = dict(kernel=os.uname().release, rate_mbit=rate, sustained_mbit=sustained, buffer=BUFFER,
-               k_bytes=K_BYTES, duration_s=a.duration, pa=[], incast=[])
+               k_bytes=K_BYTES, duration_s=a.duration, calibration_cpu_busy=cal_busy, pa=[], incast=[])
     if a.only in (None, "pa"):
         workers = [f"w{i}" for i in range(WORKERS)]
         longs = [f"b{i}" for i in range(LONG_SENDERS)]
@@ -227,15 +238,16 @@ def guest_main(a):
                     n0 = netstat(lab)
                     configure(lab, scheme, rate, "agg", ports, hosts=False)  # fresh counters
                     t0 = time.time()
-                    flows = run_pa(lab, scheme, rate, load, a.duration, workers, longs, seed=11)
+                    flows, busy = run_pa(lab, scheme, rate, load, a.duration, workers, longs, seed=11)
                     el = time.time() - t0
-                    raw["pa"].append(dict(scheme=scheme, load=load, flows=flows, elapsed_s=el,
+                    raw["pa"].append(dict(scheme=scheme, load=load, flows=flows, elapsed_s=el, cpu_busy=busy,
                                           ports=port_stats(lab, ports),
                                           netstat={k: v - n0[k] for k, v in netstat(lab).items()}))
                     short = sorted(f["fct_us"] for f in flows if f["kind"] == "short")
                     p999 = short[min(len(short) - 1, int(len(short) * 0.999))] / 1000 if short else -1
                     print(f"pa {scheme:14s} load {load:.1f}: {len(short)} short, p99.9 {p999:.1f} ms, "
-                          f"{sum(f['kind'] == 'long' for f in flows)} long", flush=True)
+                          f"{sum(f['kind'] == 'long' for f in flows)} long; virtual CPU {busy_pct(busy)} busy",
+                          flush=True)
                 kill_servers(lab)
         finally:
             lab.close()
@@ -258,8 +270,8 @@ def guest_main(a):
                              netstat={k: v - n0[k] for k, v in netstat(lab).items()})
                     raw["incast"].append(r)
                     q = sorted(r["queries"])
-                    print(f"incast {scheme:14s} N={n:2d}: query p99 {q[int(len(q) * .99)] / 1000 if q else -1:.1f} ms",
-                          flush=True)
+                    print(f"incast {scheme:14s} N={n:2d}: query p99 {q[int(len(q) * .99)] / 1000 if q else -1:.1f} ms; "
+                          f"virtual CPU {busy_pct(r['cpu_busy'])} busy", flush=True)
                 kill_servers(lab)
         finally:
             lab.close()
@@ -277,9 +289,10 @@ def pct(v, p):
 def analyse(raw):
     rate_Bps = raw["rate_mbit"] * 1e6 / 8
     res = dict(kernel=raw["kernel"], rate_mbit=raw["rate_mbit"], sustained_mbit=raw["sustained_mbit"],
+               calibration_cpu_busy=raw.get("calibration_cpu_busy"),
                buffer=raw["buffer"], k_bytes=raw["k_bytes"], duration_s=raw["duration_s"], pa=[], incast=[])
     for c in raw["pa"]:
-        row = dict(scheme=c["scheme"], load=c["load"], netstat=c["netstat"])
+        row = dict(scheme=c["scheme"], load=c["load"], netstat=c["netstat"], cpu_busy=c.get("cpu_busy"))
         for kb in SIZES_KB:
             f = [x["fct_us"] / 1000 for x in c["flows"] if x["kind"] == "short" and x["kb"] == kb]
             row[f"short{kb}"] = dict(n=len(f), p99=pct(f, .99), p999=pct(f, .999))
@@ -297,7 +310,8 @@ def analyse(raw):
                    drops=sum(p.get("drops", 0) for p in c["ports"].values()))
         res["pa"].append(row)
     for c in raw["incast"]:
-        res["incast"].append(dict(scheme=c["scheme"], n=c["n"], queries=len(c["queries"]),
+        res["incast"].append(dict(scheme=c["scheme"], n=c["n"], cpu_busy=c.get("cpu_busy"),
+                                  queries=len(c["queries"]),
                                   qct_p50=(pct(c["queries"], .5) or 0) / 1000,
                                   qct_p99=(pct(c["queries"], .99) or 0) / 1000,
                                   fct_p99=(pct(c["flows"], .99) or 0) / 1000,
@@ -373,7 +387,16 @@ def report(res, pngs, out):
          f"Kernel `{res['kernel']}` under virtme-ng, 2 vCPUs. One unshaped flow sustained "
          f"{res['sustained_mbit']:.1f} Mbit/s; the aggregator's port is HTB {res['rate_mbit']} Mbit/s "
          f"(scale {res['rate_mbit'] / 10000:.4f} of the paper's 10 Gbit/s) over a {res['buffer']} B port buffer; "
-         f"DCTCP's K = {res['k_bytes']} B. All schemes in one run, same namespaces and seeds.", ""]
+         f"DCTCP's K = {res['k_bytes']} B. All schemes in one run, same namespaces and seeds."
+         + (f" The unshaped flow kept the virtual CPU {busy_pct(res['calibration_cpu_busy'])} busy (it "
+            "measures what the guest's CPU sustains, so it is not a flagged cell)."
+            if res.get("calibration_cpu_busy") is not None else ""), ""]
+    cells = [(f"partition-aggregate {r['scheme']} load {int(r['load'] * 100)}%", r.get("cpu_busy"))
+             for r in sorted(res["pa"], key=lambda r: (r["load"], SCHEMES.index(r["scheme"])))]
+    cells += [(f"incast {r['scheme']} N={r['n']}", r.get("cpu_busy"))
+              for r in sorted(res["incast"], key=lambda r: (r["n"], SCHEMES.index(r["scheme"])))]
+    L += ["The virtual CPU's busy fraction is taken from /proc/stat over each cell's measured interval. "
+          + cpu_note(cells), ""]
     if res["pa"]:
         L += ["## Partition-aggregate (paper Sec. 5)", "",
               f"Short responses {'/'.join(map(str, SIZES_KB))} KB fanned in to at most {TOTAL_KB} KB per query "
@@ -381,14 +404,14 @@ def report(res, pngs, out):
               f"{res['duration_s']} s per cell.", "",
               "| load | scheme | short flows | short p99 (ms) | short p99.9 (ms) | long flows | long mean FCT (ms) "
               "| drops | notifications | nf bandwidth (max port, % of rate) | nf buffer (max, % of buffer) | "
-              "nf cap drops | RTOs |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "nf cap drops | RTOs | virtual CPU busy |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in sorted(res["pa"], key=lambda r: (r["load"], SCHEMES.index(r["scheme"]))):
             L.append(f"| {int(r['load'] * 100)}% | {r['scheme']} | {r['short']['n']} | {fmt(r['short']['p99'])} | "
                      f"{fmt(r['short']['p999'])} | {r['long']['n']} | {fmt(r['long']['mean'], '{:.0f}')} | "
                      f"{r['drops']} | {r['nf_generated']} | {r['nf_bw_fraction_max'] * 100:.2f} | "
                      f"{r['nf_buffer_fraction_max'] * 100:.2f} | {r['nf_cap_drops']} | "
-                     f"{r['netstat'].get('TCPTimeouts', 0)} |")
+                     f"{r['netstat'].get('TCPTimeouts', 0)} | {busy_pct(r.get('cpu_busy'))} |")
         L += ["", "p99.9 and p99 FCT of the short flows, FastLane against its baselines "
               "(positive: FastLane is faster):", "",
               "| scheme | against | load | p99.9 reduction | p99 reduction |", "|---|---|---|---|---|"]
@@ -407,12 +430,13 @@ def report(res, pngs, out):
     if res["incast"]:
         L += ["## Incast", "", f"N workers answer each query with {INCAST_BYTES // 1024} KB through the "
               "aggregator's port.", "",
-              "| N | scheme | queries | query p50 (ms) | query p99 (ms) | flow p99.9 (ms) | drops | notifications | RTOs |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "| N | scheme | queries | query p50 (ms) | query p99 (ms) | flow p99.9 (ms) | drops | notifications | RTOs "
+              "| virtual CPU busy |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
         for r in sorted(res["incast"], key=lambda r: (r["n"], SCHEMES.index(r["scheme"]))):
             L.append(f"| {r['n']} | {r['scheme']} | {r['queries']} | {r['qct_p50']:.1f} | {r['qct_p99']:.1f} | "
                      f"{r['fct_p999']:.1f} | {r['drops']} | {r['nf_generated']} | "
-                     f"{r['netstat'].get('TCPTimeouts', 0)} |")
+                     f"{r['netstat'].get('TCPTimeouts', 0)} | {busy_pct(r.get('cpu_busy'))} |")
         if "incast.png" in pngs:
             L += ["", "![incast](incast.png)"]
         L.append("")
@@ -434,7 +458,8 @@ def host_main(a):
 
     def render(raw, res, out):
         report(res, plots(res, out), out)
-    hostrun.run(a, cmd, analyse, render, "bench-fastlane")
+    # cpu_busy is a diagnostic of the run, not a figure of it (as in testbed/run.py)
+    hostrun.run(a, cmd, analyse, render, "bench-fastlane", ignore=("kernel", "elapsed", "wall", "cpu"))
 
 
 def main():

@@ -36,6 +36,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "testbed"))
 sys.path.insert(0, ROOT)
 from dcnet import hostrun  # noqa: E402
+from dcnet.stats import cpu_busy, cpu_sample  # noqa: E402
+from d2tcp import busy_pct, cpu_note  # noqa: E402
 
 SCHEMES = ["plain", "ce", "ece", "rwnd", "fq_codel"]
 CC = dict(plain="cubic", ce="dctcp", ece="dctcp", rwnd="cubic", fq_codel="dctcp")
@@ -128,9 +130,11 @@ def sockperf_cmd(lab, duration, log):
 def run_cell(lab, senders, flows, duration):
     """iperf3 from each sender (flows each) and one sockperf ping-pong from
     the first sender, all to rx, at once.  Returns per-sender iperf3
-    interval sums (bit/s per 100 ms) and the sockperf percentiles."""
+    interval sums (bit/s per 100 ms), the sockperf percentiles and the
+    virtual CPU's busy fraction from the clients' start to their end."""
     rx = lab.ip("rx")
     procs = []
+    c0 = cpu_sample()           # iperf3 sends as soon as it has started
     for i, s in enumerate(senders):
         procs.append(lab.spawn(s, ["iperf3", "-c", rx, "-p", str(5201 + i), "-P", str(flows), "-t",
                                    str(duration), "-i", "0.1", "-J", "--get-server-output"]))
@@ -159,9 +163,10 @@ def run_cell(lab, senders, flows, duration):
     except subprocess.TimeoutExpired:
         sp.kill()
         o, e = sp.communicate()
+    busy = cpu_busy(c0, cpu_sample())
     rtt = parse_sockperf(o + e)
     rtt["cdf_us"] = sockperf_cdf(log)
-    return out, rtt
+    return out, rtt, busy
 
 
 def servers(lab, n):
@@ -203,10 +208,13 @@ def guest_table1(rate_kbit, duration):
         setup_scheme(lab, "plain", [("1:10", rate_kbit, rate_kbit, None)])
         servers(lab, 1)
         log = f"/tmp/htb-sockperf-{os.getpid()}.csv"
+        c0 = cpu_sample()
         sp = lab.spawn("vm", sockperf_cmd(lab, duration, log))
         o, e = sp.communicate(timeout=duration + 60)
+        busy = cpu_busy(c0, cpu_sample())
         unloaded = parse_sockperf(o + e)
         unloaded["cdf_us"] = sockperf_cdf(log)
+        unloaded["cpu_busy"] = busy
     finally:
         lab.close()
     for scheme in SCHEMES:
@@ -215,10 +223,11 @@ def guest_table1(rate_kbit, duration):
             try:
                 setup_scheme(lab, scheme, [("1:10", rate_kbit, rate_kbit, None)])
                 servers(lab, 1)
-                tput, rtt = run_cell(lab, ["vm"], flows, duration)
+                tput, rtt, busy = run_cell(lab, ["vm"], flows, duration)
                 cells.append(dict(scheme=scheme, flows=flows, rate_kbit=rate_kbit, tput=tput, rtt=rtt,
-                                  counters=class_counters(lab)))
-                print(f"table1 {scheme:9s} {flows:2d} flows: rtt {rtt}", flush=True)
+                                  counters=class_counters(lab), cpu_busy=busy))
+                print(f"table1 {scheme:9s} {flows:2d} flows: rtt {rtt}; virtual CPU {busy_pct(busy)} busy",
+                      flush=True)
             finally:
                 lab.close()
     return dict(unloaded=unloaded, cells=cells)
@@ -236,26 +245,30 @@ def guest_table2(total_kbit, duration):
                     setup_scheme(lab, scheme, [("1:11", x, total_kbit, lab.ip("vm1")),
                                                ("1:12", x, total_kbit, lab.ip("vm2"))])
                     servers(lab, 2)
-                    tput, rtt = run_cell(lab, ["vm1", "vm2"], flows, duration)
+                    tput, rtt, busy = run_cell(lab, ["vm1", "vm2"], flows, duration)
                     cells.append(dict(scheme=scheme, flows=flows, min_kbit=x, total_kbit=total_kbit,
-                                      tput=tput, rtt=rtt, counters=class_counters(lab)))
-                    print(f"table2 {scheme:9s} x={x} {flows:2d} flows: rtt {rtt}", flush=True)
+                                      tput=tput, rtt=rtt, counters=class_counters(lab), cpu_busy=busy))
+                    print(f"table2 {scheme:9s} x={x} {flows:2d} flows: rtt {rtt}; virtual CPU {busy_pct(busy)} busy",
+                          flush=True)
                 finally:
                     lab.close()
     return dict(cells=cells)
 
 
 def calibrate():
-    """Mbit/s of one unshaped cubic iperf3 flow vm -> sw -> rx."""
+    """(Mbit/s, virtual CPU busy fraction) of one unshaped cubic iperf3
+    flow vm -> sw -> rx."""
     from netlab import Lab
     lab = Lab(["vm", "rx"], prefix="c")
     try:
         lab.spawn("rx", ["iperf3", "-s", "-p", "5201"], stdout=subprocess.DEVNULL,
                   stderr=subprocess.DEVNULL)
         time.sleep(1)
+        c0 = cpu_sample()
         p = lab.spawn("vm", ["iperf3", "-c", lab.ip("rx"), "-p", "5201", "-t", "4", "-J"])
         o, e = p.communicate(timeout=120)
-        return json.loads(o)["end"]["sum_received"]["bits_per_second"] / 1e6
+        busy = cpu_busy(c0, cpu_sample())
+        return json.loads(o)["end"]["sum_received"]["bits_per_second"] / 1e6, busy
     finally:
         lab.close()
 
@@ -267,11 +280,11 @@ def guest_main(a):
     subprocess.run("modprobe tcp_dctcp", shell=True, check=True)
     from netlab import allow_congestion_controls
     allow_congestion_controls(["dctcp"])
-    sustained = calibrate()
+    sustained, cal_busy = calibrate()
     rate_mbit = a.rate_mbit or max(1, int(sustained * RATE_FRACTION))
     print(f"calibration: one unshaped flow {sustained:.1f} Mbit/s; limiter {rate_mbit} Mbit/s", flush=True)
     raw = dict(kernel=os.uname().release, rate_mbit=rate_mbit, sustained_mbit=sustained,
-               k_bytes=K_BYTES, duration_s=a.duration)
+               k_bytes=K_BYTES, duration_s=a.duration, calibration_cpu_busy=cal_busy)
     raw["table1"] = guest_table1(rate_mbit * 1000, a.duration)
     if not a.no_table2:
         raw["table2"] = guest_table2(rate_mbit * 1000, a.duration)
@@ -287,20 +300,23 @@ def cell_stats(cell, rate_bps):
     if not n:           # iperf3 did not finish (run_cell)
         return dict(tput_mbit=None, saturation=None, cv=None,
                     rtt_p50_us=cell["rtt"]["p50_us"], rtt_p999_us=cell["rtt"]["p999_us"],
-                    counters=cell["counters"])
+                    counters=cell["counters"], cpu_busy=cell.get("cpu_busy"))
     total = [sum(t[i] for t in cell["tput"]) for i in range(n)]
     steady = total[10:] or total
     mean = statistics.mean(steady)
     cv = statistics.pstdev(steady) / mean if mean else None
     return dict(tput_mbit=mean / 1e6, saturation=mean / rate_bps, cv=cv,
                 rtt_p50_us=cell["rtt"]["p50_us"], rtt_p999_us=cell["rtt"]["p999_us"],
-                counters=cell["counters"])
+                counters=cell["counters"], cpu_busy=cell.get("cpu_busy"))
 
 
 def analyse(raw):
     res = dict(kernel=raw["kernel"], rate_mbit=raw["rate_mbit"], sustained_mbit=raw["sustained_mbit"],
+               calibration_cpu_busy=raw.get("calibration_cpu_busy"),
                k_bytes=raw["k_bytes"], duration_s=raw["duration_s"],
-               unloaded_rtt=raw["table1"]["unloaded"], table1=[], table2=[])
+               unloaded_rtt=dict(raw["table1"]["unloaded"],
+                                 cpu_busy=raw["table1"]["unloaded"].get("cpu_busy")),
+               table1=[], table2=[])
     for c in raw["table1"]["cells"]:
         s = cell_stats(c, c["rate_kbit"] * 1000)
         res["table1"].append(dict(scheme=c["scheme"], flows=c["flows"], **s))
@@ -409,34 +425,46 @@ def fmt_us(v):
 
 def report(res, pngs, out):
     u = res["unloaded_rtt"]
+    cal = res.get("calibration_cpu_busy")
+    cells = [("unloaded RTT", u.get("cpu_busy"))]
+    cells += [(f"Table 1 {r['scheme']} {r['flows']} flows", r.get("cpu_busy")) for r in res["table1"]]
+    cells += [(f"Table 2 {r['scheme']} X/T {r['min_kbit'] / r['total_kbit']:.1f} {r['flows']} flows per VM",
+               r.get("cpu_busy")) for r in res["table2"]]
     L = [f"# bench-htb: HTB congestion signals ({res['kernel']})", "",
          f"Limiter R = {res['rate_mbit']} Mbit/s ({RATE_FRACTION} of the {res['sustained_mbit']:.0f} Mbit/s one "
-         f"unshaped flow sustained in this guest; the paper's limiters are 1-8 Gbit/s, a scale of "
+         f"unshaped flow sustained in this guest"
+         + (f", with the virtual CPU {busy_pct(cal)} busy: not a flagged cell" if cal is not None else "")
+         + f"; the paper's limiters are 1-8 Gbit/s, a scale of "
          f"{res['rate_mbit'] / 1000:.3f} against 1 Gbit/s).  K = {res['k_bytes']} bytes; "
          f"{res['duration_s']} s per cell.", "",
+         "The virtual CPU's busy fraction is taken from /proc/stat over each cell's measured interval. "
+         + cpu_note(cells), "",
          f"Unloaded RTT through the configured limiter (sockperf, round trip): p50 {fmt_us(u['p50_us'])}, "
-         f"p99.9 {fmt_us(u['p999_us'])}.", "",
+         f"p99.9 {fmt_us(u['p999_us'])}; virtual CPU {busy_pct(u.get('cpu_busy'))} busy.", "",
          "## Table 1: one sender, one receiver", "",
-         "| scheme | flows | tput (Mbit/s) | saturation | CV (100 ms) | RTT p50 | RTT p99.9 | signals |",
-         "|---|---|---|---|---|---|---|---|"]
+         "| scheme | flows | tput (Mbit/s) | saturation | CV (100 ms) | RTT p50 | RTT p99.9 | signals "
+         "| virtual CPU busy |",
+         "|---|---|---|---|---|---|---|---|---|"]
     for r in res["table1"]:
         sig = ", ".join(f"{k} {v}" for k, v in r["counters"].items() if v)
         if r["tput_mbit"] is None:
             L.append(f"| {r['scheme']} | {r['flows']} | iperf3 did not finish | | | "
-                     f"{fmt_us(r['rtt_p50_us'])} | {fmt_us(r['rtt_p999_us'])} | |")
+                     f"{fmt_us(r['rtt_p50_us'])} | {fmt_us(r['rtt_p999_us'])} | | {busy_pct(r.get('cpu_busy'))} |")
             continue
         L.append(f"| {r['scheme']} | {r['flows']} | {r['tput_mbit']:.1f} | {r['saturation'] * 100:.1f}% | "
-                 f"{(r['cv'] or 0) * 100:.1f}% | {fmt_us(r['rtt_p50_us'])} | {fmt_us(r['rtt_p999_us'])} | {sig} |")
+                 f"{(r['cv'] or 0) * 100:.1f}% | {fmt_us(r['rtt_p50_us'])} | {fmt_us(r['rtt_p999_us'])} | {sig} "
+                 f"| {busy_pct(r.get('cpu_busy'))} |")
     if res["table2"]:
         L += ["", "## Table 2: two senders, one limiter each (min X, ceil T) under a parent of T", "",
-              "| scheme | X / T | flows per VM | total tput (Mbit/s) | saturation of T | CV | RTT p50 | RTT p99.9 |",
-              "|---|---|---|---|---|---|---|---|"]
+              "| scheme | X / T | flows per VM | total tput (Mbit/s) | saturation of T | CV | RTT p50 | RTT p99.9 "
+              "| virtual CPU busy |",
+              "|---|---|---|---|---|---|---|---|---|"]
         for r in res["table2"]:
             if r["tput_mbit"] is None:
                 continue
             L.append(f"| {r['scheme']} | {r['min_kbit'] / r['total_kbit']:.1f} | {r['flows']} | "
                      f"{r['tput_mbit']:.1f} | {r['saturation'] * 100:.1f}% | {(r['cv'] or 0) * 100:.1f}% | "
-                     f"{fmt_us(r['rtt_p50_us'])} | {fmt_us(r['rtt_p999_us'])} |")
+                     f"{fmt_us(r['rtt_p50_us'])} | {fmt_us(r['rtt_p999_us'])} | {busy_pct(r.get('cpu_busy'))} |")
     L += ["", "The paper's goal: >= 95% of R, median RTT within 2x of unloaded, CV <= 5% "
           "(its preliminary ECE result: 950 Mbit/s at 166 us median for a 1 Gbit/s limiter).", ""]
     L += [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in pngs]
@@ -453,7 +481,8 @@ def host_main(a):
 
     def render(raw, res, out):
         report(res, plots(raw, res, out), out)
-    hostrun.run(a, cmd, analyse, render, "bench-htb")
+    # cpu_busy is a diagnostic of the run, not a figure of it (as in testbed/run.py)
+    hostrun.run(a, cmd, analyse, render, "bench-htb", ignore=("kernel", "elapsed", "wall", "cpu"))
 
 
 def main():
