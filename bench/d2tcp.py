@@ -23,7 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "testbed"))
 sys.path.insert(0, ROOT)
 from dcnet import hostrun  # noqa: E402
-from dcnet.stats import CPU_LIMIT, cpu_busy, cpu_sample, percentile  # noqa: E402
+from dcnet.stats import busy_pct, cpu_busy, cpu_note, cpu_sample, percentile, sample_at  # noqa: E402
 
 SCHEMES = ["dctcp", "d2tcp"]
 
@@ -63,17 +63,6 @@ def fig7_scale():
 
 
 # ---------------------------------------------------------------- guest side
-
-def sample_at(start_us):
-    """cpu_sample() when the traffic starts: at start_us (the dltraffic
-    processes' --start-at-us), or now if that has passed.  Process starts
-    before it are not part of the measured interval."""
-    from netlab import monotonic_us
-    wait = start_us - monotonic_us()
-    if wait > 0:
-        time.sleep(wait / 1e6)
-    return cpu_sample()
-
 
 def guest_fig6(reps):
     from netlab import DLTRAFFIC, Lab, json_lines, monotonic_us
@@ -213,30 +202,6 @@ def guest_main(a):
 
 
 # ----------------------------------------------------------------- host side
-
-def busy_pct(busy):
-    """a cpu_busy fraction as a percentage; '-' where it was not measured
-    (raw records from before it was)"""
-    return "-" if busy is None else f"{busy * 100:.0f}%"
-
-
-def cpu_note(cells):
-    """The report's sentence on the virtual CPU: cells is [(label,
-    cpu_busy)]; every cell above CPU_LIMIT is named, since there the
-    guest's CPU rather than the emulated network may set the result.
-    (bench/fastlane.py and bench/htb.py use it too.)"""
-    limit = f"{CPU_LIMIT * 100:.0f}%"
-    measured = [(label, b) for label, b in cells if b is not None]
-    over = [f"{label} ({busy_pct(b)})" for label, b in measured if b > CPU_LIMIT]
-    if over:
-        return (f"Virtual CPU above {limit} busy in: {', '.join(over)}; "
-                "there the guest's CPU may set the result.")
-    if not measured:
-        return "The virtual CPU's busy fraction was not measured in this run."
-    unmeasured = len(cells) - len(measured)
-    return (f"The virtual CPU stayed at or below {limit} busy in every cell"
-            + (f" it was measured in ({unmeasured} without a measurement)." if unmeasured else "."))
-
 
 def analyse(raw):
     res = dict(kernel=raw["kernel"], rate_mbit=raw["rate_mbit"], sustained_mbit=raw.get("sustained_mbit"),

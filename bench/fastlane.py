@@ -38,8 +38,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "testbed"))
 sys.path.insert(0, ROOT)
 from dcnet import hostrun  # noqa: E402
-from dcnet.stats import cpu_busy, cpu_sample, percentile  # noqa: E402
-from d2tcp import busy_pct, cpu_note, sample_at  # noqa: E402
+from dcnet.stats import busy_pct, cpu_busy, cpu_note, cpu_sample, percentile, sample_at  # noqa: E402
 
 SCHEMES = ["tcp", "tcp-rto10", "tcp-fastlane", "dctcp", "dctcp-fastlane"]
 RATE_FRACTION = 0.2

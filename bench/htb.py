@@ -37,7 +37,7 @@ sys.path.insert(0, os.path.join(ROOT, "testbed"))
 sys.path.insert(0, ROOT)
 from dcnet import hostrun  # noqa: E402
 from dcnet.stats import cpu_busy, cpu_sample  # noqa: E402
-from d2tcp import busy_pct, cpu_note  # noqa: E402
+from dcnet.stats import busy_pct, cpu_note  # noqa: E402
 
 SCHEMES = ["plain", "ce", "ece", "rwnd", "fq_codel"]
 CC = dict(plain="cubic", ce="dctcp", ece="dctcp", rwnd="cubic", fq_codel="dctcp")

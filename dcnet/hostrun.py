@@ -210,7 +210,7 @@ def run(a, guest_cmd, analyse, render, name, extra_header=None, ignore=("kernel"
                 shutil.copy(os.path.join(out, "run1", fn), os.path.join(out, fn))
         with open(os.path.join(out, "report.md"), "a") as f:
             f.write("\n" + "\n".join(spread_markdown(rows, n)) + "\n\n"
-                    + f"Each run's own report: " + ", ".join(f"[run {i + 1}](run{i + 1}/report.md)"
+                    + "Each run's own report: " + ", ".join(f"[run {i + 1}](run{i + 1}/report.md)"
                                                               for i in range(n)) + ".\n")
         have = [r["spread"] for r in rows if r["spread"] is not None]
         print(f"{name}: {n} runs, largest figure spread {max(have or [0]) * 100:.2f}% "

@@ -1,4 +1,5 @@
 """Statistics shared by every report: one percentile, one CPU sampler."""
+import time
 
 
 def percentile(xs, p):
@@ -30,3 +31,34 @@ def cpu_busy(before, after):
 
 
 CPU_LIMIT = 0.5     # a cell above this is flagged in its report
+
+
+def sample_at(start_us):
+    """cpu_sample() when the traffic starts: at start_us (the dltraffic
+    processes' --start-at-us), or now if that has passed.  Process starts
+    before it are not part of the measured interval."""
+    wait = start_us - time.monotonic_ns() // 1000
+    if wait > 0:
+        time.sleep(wait / 1e6)
+    return cpu_sample()
+
+def busy_pct(busy):
+    """a cpu_busy fraction as a percentage; '-' where it was not measured
+    (raw records from before it was)"""
+    return "-" if busy is None else f"{busy * 100:.0f}%"
+
+def cpu_note(cells):
+    """The report's sentence on the virtual CPU: cells is [(label,
+    cpu_busy)]; every cell above CPU_LIMIT is named, since there the
+    guest's CPU rather than the emulated network may set the result."""
+    limit = f"{CPU_LIMIT * 100:.0f}%"
+    measured = [(label, b) for label, b in cells if b is not None]
+    over = [f"{label} ({busy_pct(b)})" for label, b in measured if b > CPU_LIMIT]
+    if over:
+        return (f"Virtual CPU above {limit} busy in: {', '.join(over)}; "
+                "there the guest's CPU may set the result.")
+    if not measured:
+        return "The virtual CPU's busy fraction was not measured in this run."
+    unmeasured = len(cells) - len(measured)
+    return (f"The virtual CPU stayed at or below {limit} busy in every cell"
+            + (f" it was measured in ({unmeasured} without a measurement)." if unmeasured else "."))

@@ -255,7 +255,7 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real"):
     if vng_rc is None:
         print(f"vmrun: timed out after {timeout} s (console: {console})", file=sys.stderr)
     if status is None:
-        print(f"vmrun: the guest reported no status; last console lines:", file=sys.stderr)
+        print("vmrun: the guest reported no status; last console lines:", file=sys.stderr)
         with open(console, errors="replace") as f:
             for line in f.read().splitlines()[-25:]:
                 print("   ", line, file=sys.stderr)

@@ -47,7 +47,6 @@ TCP ping-pong between the first host and the last, at rtt_probe_mps
 messages per second (default 500: an unpaced ping-pong spins a vCPU).
 """
 import argparse
-import copy
 import datetime
 import json
 import os
@@ -70,7 +69,7 @@ DLTRAFFIC = os.path.join(HERE, "tools", "dltraffic")
 
 sys.path.insert(0, ROOT)
 from dcnet import hostrun  # noqa: E402
-from dcnet.stats import CPU_LIMIT, cpu_busy as busy_fraction, cpu_sample as cpu_busy  # noqa: E402,F401
+from dcnet.stats import CPU_LIMIT, cpu_sample as cpu_busy  # noqa: E402
 
 HASH_SEED = 1               # fib_multipath_hash_seed unless the experiment sets hash_seed
 CPORT_BASE = 20000          # iperf3 --cport: flow i's data connection leaves from CPORT_BASE + i

@@ -14,6 +14,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 import d2tcp  # noqa: E402
 import fastlane  # noqa: E402
 import htb  # noqa: E402
+from dcnet import stats  # noqa: E402
 from test_bench_fastlane import raw_doc as fastlane_raw  # noqa: E402
 
 HOT, COOL = 0.83, 0.31
@@ -46,19 +47,19 @@ def strip_cpu(obj):
 # ------------------------------------------------------------------ helper
 
 def test_cpu_note():
-    assert d2tcp.cpu_note([("a", 0.5), ("b", 0.2)]) == \
+    assert stats.cpu_note([("a", 0.5), ("b", 0.2)]) == \
         "The virtual CPU stayed at or below 50% busy in every cell."
-    assert d2tcp.cpu_note([("a", 0.51), ("b", 0.2), ("c", None), ("d", 0.9)]) == \
+    assert stats.cpu_note([("a", 0.51), ("b", 0.2), ("c", None), ("d", 0.9)]) == \
         "Virtual CPU above 50% busy in: a (51%), d (90%); there the guest's CPU may set the result."
-    assert "1 without a measurement" in d2tcp.cpu_note([("a", 0.1), ("b", None)])
-    assert "not measured" in d2tcp.cpu_note([("a", None)])
-    assert d2tcp.busy_pct(None) == "-" and d2tcp.busy_pct(0.456) == "46%"
+    assert "1 without a measurement" in stats.cpu_note([("a", 0.1), ("b", None)])
+    assert "not measured" in stats.cpu_note([("a", None)])
+    assert stats.busy_pct(None) == "-" and stats.busy_pct(0.456) == "46%"
 
 
 def test_sample_at_waits_for_the_start():
     from netlab import monotonic_us
     start = monotonic_us() + 50_000
-    total, idle = d2tcp.sample_at(start)
+    total, idle = stats.sample_at(start)
     assert monotonic_us() >= start and total >= idle > 0
 
 

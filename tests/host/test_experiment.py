@@ -1,7 +1,6 @@
 """Experiment files are checked before any boot (testbed/experiment.py,
 testbed/experiment.schema.json): unknown keys, types and ranges are errors
 that name the file and the key's JSON path."""
-import copy
 import glob
 import inspect
 import json
