@@ -60,6 +60,15 @@ def run(argv, input=None, check=True, timeout=300):
     return p.stdout
 
 
+def ns_exec(ns):
+    """argv prefix that runs a command in network namespace ns: nsenter
+    joins the namespace and execs the command, nothing else (`ip netns
+    exec` also unshares the mount namespace and remounts /sys, which
+    costs seconds per process in the debug guest).  /sys/class/net inside
+    still shows the initial namespace's devices: ask `ip` instead."""
+    return ["nsenter", f"--net=/run/netns/{ns}", "--"]
+
+
 def batch(tool, lines, ns=None, force=False):
     """run many ip/tc/bridge commands in one process; force: go on past
     errors (and ignore them)"""
@@ -394,7 +403,7 @@ class Fabric:
         return h.ip6 if v6 else h.ip
 
     def spawn(self, node, argv, **kw):
-        p = subprocess.Popen(["ip", "netns", "exec", self.ns(node)] + argv, **{"stdout": subprocess.PIPE,
+        p = subprocess.Popen(ns_exec(self.ns(node)) + argv, **{"stdout": subprocess.PIPE,
                                 "stderr": subprocess.PIPE, "text": True, **kw})
         self.procs.append(p)
         return p

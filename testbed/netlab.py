@@ -8,6 +8,8 @@ import shlex
 import subprocess
 import time
 
+from fabric import ETHTOOL_SGRO, ETHTOOL_SGSO, ETHTOOL_STSO, batch, ethtool_set, netns, ns_exec, sysctl
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DLTRAFFIC = os.path.join(ROOT, "testbed", "tools", "dltraffic")
 
@@ -15,7 +17,7 @@ DLTRAFFIC = os.path.join(ROOT, "testbed", "tools", "dltraffic")
 def sh(cmd, check=True, ns=None, capture=True, timeout=120):
     """Run a shell command (in namespace ns), return its stdout."""
     if ns:
-        cmd = f"ip netns exec {ns} sh -c {shlex.quote(cmd)}"
+        cmd = " ".join(shlex.quote(x) for x in ns_exec(ns)) + f" sh -c {shlex.quote(cmd)}"
     p = subprocess.run(cmd, shell=True, text=True, timeout=timeout,
                        stdout=subprocess.PIPE if capture else None,
                        stderr=subprocess.PIPE if capture else None)
@@ -33,25 +35,42 @@ class Lab:
     """
 
     def __init__(self, names, prefix="t"):
+        # Built as testbed/fabric.py builds the Clos: netns(2) for sysctls
+        # and ethtool, `ip -batch` for links and addresses, so a lab costs
+        # a handful of process starts instead of one or two per command
+        # (each is 0.3-1 s in the debug guest).
         self.prefix = prefix
         self.hosts = {}
         self.sw = f"{prefix}sw"
         self.procs = []
-        sh(f"ip netns add {self.sw}")
-        sh("sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1", ns=self.sw)
-        sh("ip link set lo up", ns=self.sw)
         for i, name in enumerate(names, start=1):
-            ns = f"{prefix}{name}"
-            self.hosts[name] = (ns, i)
-            sh(f"ip netns add {ns}")
-            sh(f"ip link add eth0 netns {ns} type veth peer name {name} netns {self.sw}")
-            sh(f"ip link set lo up; ip link set eth0 up;"
-               f" ip addr add 10.0.{i}.1/24 dev eth0; ip addr add fd00:{i}::1/64 dev eth0 nodad;"
-               f" ip route add default via 10.0.{i}.254; ip -6 route add default via fd00:{i}::fe;"
-               f" ethtool -K eth0 tso off gso off gro off >/dev/null 2>&1; true", ns=ns)
-            sh(f"ip link set {name} up; ip addr add 10.0.{i}.254/24 dev {name};"
-               f" ip addr add fd00:{i}::fe/64 dev {name} nodad;"
-               f" ethtool -K {name} tso off gso off gro off >/dev/null 2>&1; true", ns=self.sw)
+            self.hosts[name] = (f"{prefix}{name}", i)
+        batch("ip", [f"netns add {self.sw}"] + [f"netns add {ns}" for ns, _ in self.hosts.values()])
+        batch("ip", [f"link add eth0 netns {ns} type veth peer name {name} netns {self.sw}"
+                     for name, (ns, _i) in self.hosts.items()])
+        with netns(self.sw):
+            sysctl("net.ipv4.ip_forward", 1)
+            sysctl("net.ipv6.conf.all.forwarding", 1)
+        L = ["link set lo up"]
+        for name, (ns, i) in self.hosts.items():
+            L += [f"link set {name} up", f"addr add 10.0.{i}.254/24 dev {name}",
+                  f"addr add fd00:{i}::fe/64 dev {name} nodad"]
+        batch("ip", L, ns=self.sw)
+        for name, (ns, i) in self.hosts.items():
+            batch("ip", ["link set lo up", "link set eth0 up", f"addr add 10.0.{i}.1/24 dev eth0",
+                         f"addr add fd00:{i}::1/64 dev eth0 nodad",
+                         f"route add default via 10.0.{i}.254", f"-6 route add default via fd00:{i}::fe"],
+                  ns=ns)
+        # segmentation offloads off on every link: qdiscs see MTU-sized
+        # packets, as a switch port would
+        for ns, devs in [(self.sw, list(self.hosts))] + [(ns, ["eth0"]) for ns, _ in self.hosts.values()]:
+            with netns(ns):
+                for dev in devs:
+                    for cmd in (ETHTOOL_STSO, ETHTOOL_SGSO, ETHTOOL_SGRO):
+                        try:
+                            ethtool_set(dev, cmd, False)
+                        except OSError:
+                            pass
 
     def ns(self, name):
         return self.hosts[name][0]
@@ -64,18 +83,18 @@ class Lab:
         """HTB at rate_mbit on sw's port towards host name, RED marking CE
         above k_bytes (min = K, max = K + 1 packet, probability 1)."""
         dev = name
-        sh(f"tc qdisc add dev {dev} root handle 1: htb default 1", ns=self.sw)
-        sh(f"tc class add dev {dev} parent 1: classid 1:1 htb rate {rate_mbit}mbit ceil {rate_mbit}mbit", ns=self.sw)
         burst = k_bytes // 1500 + 1
-        sh(f"tc qdisc add dev {dev} parent 1:1 handle 10: red limit {limit} min {k_bytes}"
-           f" max {k_bytes + 1500} avpkt 1500 burst {burst} probability 1.0 ecn"
-           f" bandwidth {rate_mbit}mbit", ns=self.sw)
+        batch("tc", [f"qdisc add dev {dev} root handle 1: htb default 1",
+                     f"class add dev {dev} parent 1: classid 1:1 htb rate {rate_mbit}mbit ceil {rate_mbit}mbit",
+                     f"qdisc add dev {dev} parent 1:1 handle 10: red limit {limit} min {k_bytes}"
+                     f" max {k_bytes + 1500} avpkt 1500 burst {burst} probability 1.0 ecn"
+                     f" bandwidth {rate_mbit}mbit"], ns=self.sw)
 
     def qdisc_stats(self, name):
         return json.loads(sh(f"tc -s -j qdisc show dev {name}", ns=self.sw))
 
     def spawn(self, name, args, **kw):
-        p = subprocess.Popen(["ip", "netns", "exec", self.ns(name)] + args,
+        p = subprocess.Popen(ns_exec(self.ns(name)) + args,
                              **{"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, **kw})
         self.procs.append(p)
         return p
@@ -91,11 +110,15 @@ class Lab:
         if cc:
             args += ["--cc", cc]
         p = self.spawn(name, args)
-        # wait until it listens
-        for _ in range(100):
-            out = sh(f"ss -ltnH 'sport = :{port}'", ns=self.ns(name))
+        # wait until it listens: on the event, not on a clock budget (in
+        # virtual time a process start over 9p moves the guest's clock on)
+        for _ in range(600):
+            out = subprocess.run(["ss", "-N", self.ns(name), "-ltnH", f"sport = :{port}"],
+                                 capture_output=True, text=True).stdout
             if out.strip():
                 return p
+            if p.poll() is not None:
+                raise RuntimeError(f"dltraffic server exited ({p.returncode}): {p.stderr.read()[-400:]}")
             time.sleep(0.05)
         raise RuntimeError("dltraffic server did not start")
 
@@ -109,9 +132,8 @@ class Lab:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-        for ns, _ in self.hosts.values():
-            sh(f"ip netns del {ns}", check=False)
-        sh(f"ip netns del {self.sw}", check=False)
+        batch("ip", [f"netns del {ns}" for ns, _ in self.hosts.values()] + [f"netns del {self.sw}"],
+              force=True)
 
 
 def allow_congestion_controls(names):

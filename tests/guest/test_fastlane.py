@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from fabric import netns
+from fabric import netns, ns_exec
 from netlab import sh
 
 TC = os.environ.get("DCNET_TC", "tc")
@@ -45,7 +45,7 @@ def csum(data):
 
 
 def mac(ns, dev):
-    return bytes.fromhex(sh(f"cat /sys/class/net/{dev}/address", ns=ns).strip().replace(":", ""))
+    return bytes.fromhex(json.loads(sh(f"ip -j link show dev {dev}", ns=ns))[0]["address"].replace(":", ""))
 
 
 def tcp_segment(sport, dport, seq, payload, flags=0x18):
@@ -161,7 +161,7 @@ def tc(args, ns, check=True):
 
 
 def tc_fails(args, ns):
-    p = subprocess.run(["ip", "netns", "exec", ns, TC] + shlex.split(args), capture_output=True, text=True)
+    p = subprocess.run([TC, "-n", ns] + shlex.split(args), capture_output=True, text=True)
     assert p.returncode != 0, f"tc {args} succeeded"
     return p.stderr
 
@@ -218,7 +218,7 @@ def test_configuration_round_trip_and_errors(routed):
     assert sh("sysctl -n net.ipv4.tcp_fastlane", ns=h1).strip() == "0"
     assert sh("sysctl -n net.ipv4.tcp_fastlane_dscp", ns=h1).strip() == str(DSCP)
     for bad in ("net.ipv4.tcp_fastlane_dscp=64", "net.ipv4.tcp_fastlane_dscp=0", "net.ipv4.tcp_fastlane=2"):
-        assert subprocess.run(["ip", "netns", "exec", h1, "sysctl", "-qw", bad],
+        assert subprocess.run(ns_exec(h1) + ["sysctl", "-qw", bad],
                               capture_output=True).returncode != 0, bad
 
 

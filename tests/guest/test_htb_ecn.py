@@ -18,6 +18,7 @@ import time
 
 import pytest
 
+from fabric import ns_exec
 from netlab import DLTRAFFIC, json_lines, sh
 
 TC = os.environ.get("DCNET_TC", "tc")
@@ -37,7 +38,7 @@ def tc(args, ns, check=True):
 
 def tc_fails(args, ns):
     """Run tc, expect it to fail; return its stderr."""
-    p = subprocess.run(["ip", "netns", "exec", ns, TC] + shlex.split(args),
+    p = subprocess.run([TC, "-n", ns] + shlex.split(args),
                        capture_output=True, text=True)
     assert p.returncode != 0, f"tc {args} succeeded"
     return p.stderr
@@ -179,7 +180,7 @@ def test_bad_configuration_is_refused(lab_factory):
     # ... but ce does not
     tc("class add dev h1 parent 2: classid 2:10 htb rate 1mbit ecn_thresh 15kb ecn_mode ce", sw)
     # an ifb device never sees the ACKs
-    if subprocess.run(["ip", "netns", "exec", sw, "ip", "link", "add", "ifb0", "type", "ifb"],
+    if subprocess.run(["ip", "-n", sw, "link", "add", "ifb0", "type", "ifb"],
                       capture_output=True).returncode == 0:
         tc("qdisc add dev ifb0 root handle 1: htb", sw)
         err = tc_fails("class add dev ifb0 parent 1: classid 1:10 htb rate 1mbit ecn_thresh 15kb ecn_mode ece", sw)
@@ -330,7 +331,7 @@ def tcp_segments(path):
 def capture(lab, ns, dev, path, port=5001):
     """tcpdump on dev, returned once it listens: starting it takes
     seconds in this guest, and a fixed wait lost whole captures."""
-    p = subprocess.Popen(["ip", "netns", "exec", ns, "tcpdump", "-U", "-n", "-s", "128", "-i", dev,
+    p = subprocess.Popen(ns_exec(ns) + ["tcpdump", "-U", "-n", "-s", "128", "-i", dev,
                           "-w", path, f"tcp and src port {port}"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     lab.procs.append(p)
