@@ -40,6 +40,33 @@ def add_args(ap, out_default, timeout=3600):
                     help="boots of the same run (same seeds); >1 reports the largest "
                          "relative difference of every figure")
     ap.add_argument("--timeout", type=int, default=timeout, help="seconds per boot")
+    ap.add_argument("--jobs", type=int, default=0,
+                    help="boots at a time with --repeat (default: in virtual time one per host "
+                         "core, since each runs in one host thread and its results do not "
+                         "depend on the host's load; in real time 1)")
+
+
+def jobs_of(a, n):
+    """how many of n boots run at once"""
+    if getattr(a, "jobs", 0):
+        return max(1, min(n, a.jobs))
+    if clock_of(a) == "virtual":
+        return max(1, min(n, os.cpu_count() or 1))
+    return 1
+
+
+def boot_all(a, outs, guest_cmd_for):
+    """Boot once per directory in outs (guest_cmd_for(out) gives the guest
+    command), jobs_of() at a time; returns [(rc, wall seconds)]."""
+    from concurrent.futures import ThreadPoolExecutor
+    clock = clock_of(a)
+
+    def one(out):
+        t0 = time.time()
+        rc = boot(a.kernel, out, guest_cmd_for(out), a.timeout, clock)
+        return rc, time.time() - t0
+    with ThreadPoolExecutor(max_workers=jobs_of(a, len(outs))) as ex:
+        return list(ex.map(one, outs))
 
 
 def clock_of(a):
@@ -181,13 +208,15 @@ def run(a, guest_cmd, analyse, render, name, extra_header=None, ignore=("kernel"
     os.makedirs(out, exist_ok=True)
     clock = clock_of(a)
     n = max(1, a.repeat)
+    outs = [out if n == 1 else os.path.join(out, f"run{i + 1}") for i in range(n)]
+    for o in outs:
+        os.makedirs(o, exist_ok=True)
+        if os.path.exists(os.path.join(o, "raw.json")):
+            os.unlink(os.path.join(o, "raw.json"))  # an earlier run's must not pass for this one's
+    boots = boot_all(a, outs, lambda o: guest_cmd)
     results = []
     walls = []
-    for i in range(n):
-        run_out = out if n == 1 else os.path.join(out, f"run{i + 1}")
-        os.makedirs(run_out, exist_ok=True)
-        t0 = time.time()
-        rc = boot(a.kernel, run_out, guest_cmd, a.timeout, clock)
+    for i, (run_out, (rc, wall)) in enumerate(zip(outs, boots)):
         raw_path = os.path.join(run_out, "raw.json")
         if rc != 0 or not os.path.exists(raw_path):
             sys.exit(f"{name}: the guest run failed (boot {i + 1} of {n}; see {run_out}/guest.log)")
@@ -197,9 +226,9 @@ def run(a, guest_cmd, analyse, render, name, extra_header=None, ignore=("kernel"
         with open(os.path.join(run_out, "results.json"), "w") as f:
             json.dump(res, f, indent=1)
         render(raw, res, run_out)
-        walls.append(time.time() - t0)
+        walls.append(wall)
         extra = extra_header(raw, res) if extra_header else None
-        insert_header(os.path.join(run_out, "report.md"), header(run_out, walls[-1], extra))
+        insert_header(os.path.join(run_out, "report.md"), header(run_out, wall, extra))
         results.append(res)
     if n > 1:
         rows = spread(results, ignore)

@@ -500,24 +500,25 @@ def guest_main(a):
         sys.exit(1)
 
 
-def host_boot(a, out):
-    """One boot of the experiment into out; returns (raw, failures, rc)."""
-    raw_path = os.path.join(out, "raw.json")
-    if os.path.exists(raw_path):
-        os.unlink(raw_path)     # an earlier run's must not pass for this one's
+def guest_cmd(a, out):
     cmd = [hostrun.GUEST_PY, os.path.abspath(__file__), "--guest",
            "--experiment", os.path.abspath(a.experiment), "--out", out]
     if a.duration:
         cmd += ["--duration", str(a.duration)]
-    rc = hostrun.boot(a.kernel, out, cmd, a.timeout, hostrun.clock_of(a))
+    return cmd
+
+
+def collect(out, rc):
+    """One boot's raw.json; returns (raw, failures)."""
+    raw_path = os.path.join(out, "raw.json")
     if not os.path.exists(raw_path):
-        sys.exit("testbed: the guest run failed")
+        sys.exit(f"testbed: the guest run failed (see {out}/guest.log)")
     with open(raw_path) as f:
         raw = json.load(f)
     failed = run_failures(raw)
     if rc != 0 and not failed:
-        sys.exit("testbed: the guest run failed")
-    return raw, failed, rc
+        sys.exit(f"testbed: the guest run failed (see {out}/guest.log)")
+    return raw, failed
 
 
 def cpu_flags(raw):
@@ -533,15 +534,18 @@ def host_main(a):
     out = os.path.abspath(a.out)
     os.makedirs(out, exist_ok=True)
     n = max(1, a.repeat)
+    outs = [out if n == 1 else os.path.join(out, f"run{i + 1}") for i in range(n)]
+    for o in outs:
+        os.makedirs(o, exist_ok=True)
+        if os.path.exists(os.path.join(o, "raw.json")):
+            os.unlink(os.path.join(o, "raw.json"))  # an earlier run's must not pass for this one's
+    boots = hostrun.boot_all(a, outs, lambda o: guest_cmd(a, o))
     results, walls, failures, rcs = [], [], [], []
-    for i in range(n):
-        run_out = out if n == 1 else os.path.join(out, f"run{i + 1}")
-        os.makedirs(run_out, exist_ok=True)
-        t0 = time.time()
-        raw, failed, rc = host_boot(a, run_out)
+    for run_out, (rc, wall) in zip(outs, boots):
+        raw, failed = collect(run_out, rc)
         # failed faults: the report still shows the runs, marked FAILED
         res = report.build(raw, run_out)
-        walls.append(time.time() - t0)
+        walls.append(wall)
         meta = raw.get("meta", {})
         flags = cpu_flags(raw)
         extra = {"scale": f"{meta.get('link_mbit')} Mbit/s links against the paper's "
@@ -550,7 +554,7 @@ def host_main(a):
                           f"{meta.get('hash_seed')}, iperf3 --cport {meta.get('cport_base')}+flow id",
                  "virtual CPU": (f"above {CPU_LIMIT * 100:.0f}% busy in " + ", ".join(flags)) if flags
                  else f"at most {CPU_LIMIT * 100:.0f}% busy in every run"}
-        hostrun.insert_header(os.path.join(run_out, "report.md"), hostrun.header(run_out, walls[-1], extra))
+        hostrun.insert_header(os.path.join(run_out, "report.md"), hostrun.header(run_out, wall, extra))
         results.append(res)
         failures += failed
         rcs.append(rc)
