@@ -144,11 +144,20 @@ export PATH={venv}/bin:$PATH
 export DCNET_TC={tc}
 cd {root}
 echo "dcnet guest: $(uname -r) $(nproc) cpus" > {out}/guest.log
-{cmd} >> {out}/guest.log 2>&1
-rc=$?
+{log}
 dmesg > {out}/dmesg.txt 2>&1
 echo $rc > {out}/status
 """
+
+
+# Real time: the log streams to OUT (a hang still leaves it).  Virtual
+# time: it goes to the guest's tmpfs and is copied at the end, since every
+# write over 9p waits on the host and would move the guest's clock.
+LOG_REAL = """{cmd} >> {out}/guest.log 2>&1
+rc=$?"""
+LOG_VIRTUAL = """{cmd} > /tmp/dcnet-guest.log 2>&1
+rc=$?
+cat /tmp/dcnet-guest.log >> {out}/guest.log"""
 
 
 def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real"):
@@ -177,7 +186,8 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real"):
         f.write(GUEST_SCRIPT.format(out=shlex.quote(out), root=shlex.quote(ROOT),
                                     tc=shlex.quote(tc if os.path.exists(tc) else "tc"),
                                     venv=shlex.quote(os.path.join(ROOT, ".venv")),
-                                    cmd=" ".join(shlex.quote(c) for c in cmd)))
+                                    log=(LOG_VIRTUAL if clock == "virtual" else LOG_REAL).format(
+                                        out=shlex.quote(out), cmd=" ".join(shlex.quote(c) for c in cmd))))
     os.chmod(script, 0o755)
 
     argv = [vng_binary(), "--run", kdir, "--cpus", str(cpus), "--memory", memory,
@@ -280,6 +290,13 @@ def main():
     if not cmd:
         ap.error("no command")
     clock = a.clock or default_clock("real")
+
+    def on_term(signum, _frame):
+        # a stopped driver stops its VM: SystemExit reaches run()'s
+        # handler, which ends vng's whole process group (QEMU included)
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGHUP, on_term)
     sys.exit(run(a.kernel, a.out, cmd, a.timeout, a.cpus, a.memory, a.verbose, clock))
 
 
