@@ -44,3 +44,11 @@ def test_percentile_interpolates():
     assert stats.percentile([1, 2, 3, 4], 50) == 2.5
     assert abs(stats.percentile(range(1, 1001), 99.9) - 999.001) < 1e-9
     assert stats.cpu_busy((100, 50), (200, 75)) == 0.75
+
+
+def test_prewarm_reads_tools_and_their_libraries(capsys):
+    from dcnet import warm
+    files, nbytes, _dt = warm.prewarm(["/bin/sh"])
+    # sh, its libc and the dynamic loader at least
+    assert files >= 3 and nbytes > 100_000
+    assert "prewarm:" in capsys.readouterr().out
