@@ -185,9 +185,8 @@ def guest_main(a):
     global RATE_MBIT
     out = os.environ["DCNET_OUT"]
     subprocess.run("sysctl -qw net.ipv4.tcp_ecn=1", shell=True)
-    from dcnet.warm import prewarm
-    from netlab import DLTRAFFIC
-    prewarm([DLTRAFFIC])        # nothing a cell executes is read over 9p inside it
+    from dcnet.warm import install_for_guest
+    install_for_guest()     # nothing a cell executes is read over 9p inside it
     subprocess.run("modprobe tcp_dctcp; modprobe tcp_d2tcp", shell=True, check=True)
     sustained, cal_busy = calibrate()
     RATE_MBIT = a.rate_mbit or max(1, int(sustained * RATE_FRACTION))

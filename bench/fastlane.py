@@ -216,9 +216,8 @@ def guest_main(a):
     from netlab import Lab
     out = os.environ["DCNET_OUT"]
     subprocess.run("modprobe tcp_dctcp; modprobe sch_fastlane", shell=True, check=True)
-    from dcnet.warm import prewarm
-    from netlab import DLTRAFFIC
-    prewarm([DLTRAFFIC])        # nothing a cell executes is read over 9p inside it
+    from dcnet.warm import install_for_guest
+    install_for_guest()     # nothing a cell executes is read over 9p inside it
     sustained, cal_busy = calibrate()
     rate = a.rate_mbit or max(1, int(sustained * RATE_FRACTION))
     print(f"calibration: one unshaped flow {sustained:.1f} Mbit/s; aggregator port {rate} Mbit/s", flush=True)

@@ -278,9 +278,8 @@ def guest_main(a):
     FLOWS_RUN = [int(x) for x in a.flows.split(",")]
     out = os.environ["DCNET_OUT"]
     subprocess.run("modprobe tcp_dctcp", shell=True, check=True)
-    from dcnet.warm import prewarm
-    from netlab import DLTRAFFIC
-    prewarm([DLTRAFFIC])        # nothing a cell executes is read over 9p inside it
+    from dcnet.warm import install_for_guest
+    install_for_guest()     # nothing a cell executes is read over 9p inside it
     from netlab import allow_congestion_controls
     allow_congestion_controls(["dctcp"])
     sustained, cal_busy = calibrate()

@@ -10,7 +10,7 @@ PACKAGES=(
 	cpio kmod rsync xz-utils zstd ccache git patch
 	qemu-system-x86 busybox-static
 	iproute2 ethtool iputils-ping iperf3 sockperf nuttcp tcpdump mptcpize
-	libmnl-dev pkg-config
+	libmnl-dev pkg-config patchelf
 	python3 python3-venv
 	openssh-server
 )

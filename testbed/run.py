@@ -207,7 +207,10 @@ class StartGate:
 def run_one(fab, scheme, wl, flows, exp):
     duration = exp.get("duration_s", 10)
     mptcp = fab.mode == "mptcp"
-    wrap = ["mptcpize", "run"] if mptcp else []
+    # what `mptcpize run` does, with the toolbox's copy of its library
+    from dcnet.warm import mptcp_preload
+    wrap = ["env", f"LD_PRELOAD={mptcp_preload()}"] if mptcp and mptcp_preload() else \
+        (["mptcpize", "run"] if mptcp else [])
     from fabric import netns, sysctl
     # the experiment's host sysctls, then the scheme's (e.g. FastLane's)
     sysctls = {**exp.get("sysctls", {}), **scheme.get("sysctls", {})}
@@ -287,7 +290,7 @@ def run_one(fab, scheme, wl, flows, exp):
         t_end = time.time() + duration + 60
         while p0.poll() is None and time.time() < t_end:
             o = subprocess.run(["ss", "-N", fab.ns(f0["src"]), "-MniH", "state", "established",
-                                f"dport = :{f0['port']}"], capture_output=True, text=True).stdout
+                                f"dport = :{f0['port']}"], capture_output=True, text=True).stdout or ""
             subflows = max([subflows] + [int(n) + 1 for n in re.findall(r"\bsubflows:(\d+)", o)])
             time.sleep(1.0)
         print(f"mptcp: flow {f0['id']} ({f0['src']} -> {f0['dst']}) had up to {subflows} TCP subflows", flush=True)
@@ -451,11 +454,12 @@ def run_failures(raw):
 
 
 def guest_main(a):
+    global DLTRAFFIC
     from fabric import Fabric
     import workloads
     exp = load_experiment(a.experiment, a.duration)
-    from dcnet.warm import prewarm
-    prewarm([DLTRAFFIC])        # nothing a cell executes is read over 9p inside it
+    from dcnet.warm import install_for_guest
+    DLTRAFFIC = install_for_guest()["dltraffic"]    # nothing a cell executes is read over 9p inside it
     subprocess.run("modprobe tcp_dctcp; modprobe sch_fastlane", shell=True)
     from netlab import allow_congestion_controls
     allow_congestion_controls(experiment_congestion_controls(exp))

@@ -176,6 +176,8 @@ def test_guest_exits_non_zero_after_writing_raw(tmp_path, monkeypatch):
     monkeypatch.setattr(fabric, "Fabric", Fab)
     monkeypatch.setattr(netlab, "allow_congestion_controls", lambda names: None)
     monkeypatch.setattr(run, "run_one", fake_run_one)
+    import dcnet.warm
+    monkeypatch.setattr(dcnet.warm, "install_for_guest", lambda: {"dltraffic": run.DLTRAFFIC})
     monkeypatch.setattr(run.subprocess, "run", lambda *a, **kw: subprocess.CompletedProcess(a, 0))
     monkeypatch.setenv("DCNET_OUT", str(tmp_path))
     a = types.SimpleNamespace(experiment=os.path.join(ROOT, "testbed", "experiments", "default.json"),
