@@ -59,7 +59,7 @@ class Lab:
         for name, (ns, i) in self.hosts.items():
             batch("ip", ["link set lo up", "link set eth0 up", f"addr add 10.0.{i}.1/24 dev eth0",
                          f"addr add fd00:{i}::1/64 dev eth0 nodad",
-                         f"route add default via 10.0.{i}.254", f"-6 route add default via fd00:{i}::fe"],
+                         f"route add default via 10.0.{i}.254", f"route add default via fd00:{i}::fe"],
                   ns=ns)
         # segmentation offloads off on every link: qdiscs see MTU-sized
         # packets, as a switch port would
