@@ -52,3 +52,12 @@ def test_prewarm_reads_tools_and_their_libraries(capsys):
     # sh, its libc and the dynamic loader at least
     assert files >= 3 and nbytes > 100_000
     assert "prewarm:" in capsys.readouterr().out
+
+
+def test_headline_figures_are_throughputs_fractions_and_large_sample_fcts():
+    res = {"runs": [{"scheme": "ecmp", "elephant_mean_bps": 9e6, "drops": 7,
+                     "rtt_us": {"p99": 120.0}, "fct": {"n": 2000, "p99_us": 5.0},
+                     "mice": {"n": 10, "p99_us": 9.0}, "missed_fraction": 0.1}]}
+    flat = hostrun.flatten(res)
+    head = {k for k in flat if hostrun.is_headline(k, flat)}
+    assert head == {"runs[ecmp].elephant_mean_bps", "runs[ecmp].fct.p99_us", "runs[ecmp].missed_fraction"}
