@@ -4,7 +4,6 @@ Everything here runs inside the virtme-ng guest as root.
 """
 import json
 import os
-import shlex
 import subprocess
 import time
 
@@ -16,9 +15,10 @@ DLTRAFFIC = os.path.join(ROOT, "testbed", "tools", "dltraffic")
 
 def sh(cmd, check=True, ns=None, capture=True, timeout=120):
     """Run a shell command (in namespace ns), return its stdout."""
-    if ns:
-        cmd = " ".join(shlex.quote(x) for x in ns_exec(ns)) + f" sh -c {shlex.quote(cmd)}"
-    p = subprocess.run(cmd, shell=True, text=True, timeout=timeout,
+    # "sh" through PATH, not shell=True's /bin/sh: the guest's toolbox
+    # (dcnet.warm) comes first there
+    argv = (ns_exec(ns) if ns else []) + ["sh", "-c", cmd]
+    p = subprocess.run(argv, text=True, timeout=timeout,
                        stdout=subprocess.PIPE if capture else None,
                        stderr=subprocess.PIPE if capture else None)
     if check and p.returncode != 0:
