@@ -288,3 +288,25 @@ def run(a, guest_cmd, analyse, render, name, extra_header=None, ignore=("kernel"
               f"{REPEAT_GOAL * 100:.0f}%)")
     print(open(os.path.join(out, "report.md")).read())
     return results
+
+
+def respread(out, ignore=("kernel", "elapsed", "wall", "cpu", "started")):
+    """(Re)compute the repeat spread of out/run*/results.json: rows, and
+    the Markdown section (what run() and the testbed append to report.md)."""
+    runs = sorted((d for d in os.listdir(out) if d.startswith("run") and d[3:].isdigit()),
+                  key=lambda d: int(d[3:]))
+    results = []
+    for d in runs:
+        with open(os.path.join(out, d, "results.json")) as f:
+            results.append(json.load(f))
+    rows = spread(results, ignore)
+    flat = flatten(results[0])
+    for r in rows:
+        r["headline"] = is_headline(r["figure"], flat)
+    return rows, spread_markdown(rows, len(results), flat=flat)
+
+
+if __name__ == "__main__":
+    # python -m dcnet.hostrun DIR: the repeat spread of DIR/run*/results.json
+    rows, md = respread(sys.argv[1])
+    print("\n".join(md))
