@@ -53,7 +53,7 @@ class Lab:
             sysctl("net.ipv6.conf.all.forwarding", 1)
         L = ["link set lo up"]
         for name, (ns, i) in self.hosts.items():
-            L += [f"link set {name} up", f"addr add 10.0.{i}.254/24 dev {name}",
+            L += [f"link set dev {name} up", f"addr add 10.0.{i}.254/24 dev {name}",
                   f"addr add fd00:{i}::fe/64 dev {name} nodad"]
         batch("ip", L, ns=self.sw)
         for name, (ns, i) in self.hosts.items():
