@@ -714,7 +714,7 @@ def latest(frames):
     return [last[k] for k in sorted(last, key=lambda q: last[q][0])]
 
 
-@pytest.mark.parametrize("v6", [False], ids=["ipv4"])
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
 def test_no_new_data_while_recovering(blocked, v6):
     """Algorithm 1: data the application writes after a notification has
     started a recovery waits for the end of that recovery, although the
