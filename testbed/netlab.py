@@ -4,6 +4,7 @@ Everything here runs inside the virtme-ng guest as root.
 """
 import json
 import os
+import shlex
 import subprocess
 import time
 
@@ -24,6 +25,24 @@ def sh(cmd, check=True, ns=None, capture=True, timeout=120):
     if check and p.returncode != 0:
         raise RuntimeError(f"{cmd!r} failed ({p.returncode}): {p.stderr}")
     return p.stdout if capture else ""
+
+
+def tc_binary():
+    """the project's tc (iproute2-patches/; the toolbox's copy in a guest
+    that installed one), else the system's"""
+    return os.environ.get("DCNET_TC", "tc")
+
+
+def tc(args, ns, check=True):
+    """tc ARGS in namespace ns; its stdout"""
+    return sh(f"{tc_binary()} {args}", ns=ns, check=check)
+
+
+def tc_fails(args, ns):
+    """Run tc, expect it to fail; return its stderr."""
+    p = subprocess.run([tc_binary(), "-n", ns] + shlex.split(args), capture_output=True, text=True)
+    assert p.returncode != 0, f"tc {args} succeeded"
+    return p.stderr
 
 
 class Lab:

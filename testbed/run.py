@@ -77,15 +77,16 @@ CPORT_BASE = 20000          # iperf3 --cport: flow i's data connection leaves fr
 
 def parse_fulllog(path):
     from netlab import sockperf_rtts
+    from dcnet.stats import percentile
     rtts = sockperf_rtts(path)
     if not rtts:
         return None
 
     def q(p):
-        return rtts[min(len(rtts) - 1, int(p * len(rtts)))]
+        return percentile(rtts, p * 100)
     ps = [i / 100 for i in range(100)] + [0.995, 0.999, 1.0]
     return dict(p50=q(0.5), p90=q(0.9), p99=q(0.99), p999=q(0.999),
-                cdf=[[q(p) if p < 1 else rtts[-1], p] for p in ps])
+                cdf=[[q(p), p] for p in ps])
 
 
 def wait_listening(fab, node, ports, timeout=300.0):

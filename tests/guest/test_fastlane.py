@@ -10,7 +10,6 @@ original IP length and a valid IPv4 header checksum.
 """
 import json
 import os
-import shlex
 import socket
 import struct
 import subprocess
@@ -20,7 +19,7 @@ import time
 import pytest
 
 from fabric import netns, ns_exec
-from netlab import sh
+from netlab import sh, tc, tc_fails
 
 TC = os.environ.get("DCNET_TC", "tc")
 DSCP = 45
@@ -154,16 +153,6 @@ class Port:
     def capture(self, seconds):
         """what h1's eth0 receives for a while: start it, then send"""
         return sniff(self.lab.ns("h1"), "eth0", seconds)
-
-
-def tc(args, ns, check=True):
-    return sh(f"{TC} {args}", ns=ns, check=check)
-
-
-def tc_fails(args, ns):
-    p = subprocess.run([TC, "-n", ns] + shlex.split(args), capture_output=True, text=True)
-    assert p.returncode != 0, f"tc {args} succeeded"
-    return p.stderr
 
 
 def notifications(frames):

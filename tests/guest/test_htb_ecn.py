@@ -10,7 +10,6 @@ through it, h3's ACKs enter through the same device.
 """
 import json
 import os
-import shlex
 import statistics
 import struct
 import subprocess
@@ -19,7 +18,7 @@ import time
 import pytest
 
 from fabric import ns_exec
-from netlab import DLTRAFFIC, json_lines, sh
+from netlab import DLTRAFFIC, json_lines, sh, tc, tc_fails
 
 TC = os.environ.get("DCNET_TC", "tc")
 SYSTEM_TC = "/usr/sbin/tc" if os.path.exists("/usr/sbin/tc") else "/sbin/tc"
@@ -30,18 +29,6 @@ RATE_MBIT = 1
 K = 15000                   # 10 packets, 120 ms at 1 Mbit/s
 K_US = K * 8 / RATE_MBIT    # K as queueing delay, in microseconds
 FLOW_BYTES = 600_000        # 4.8 s at 1 Mbit/s
-
-
-def tc(args, ns, check=True):
-    return sh(f"{TC} {args}", ns=ns, check=check)
-
-
-def tc_fails(args, ns):
-    """Run tc, expect it to fail; return its stderr."""
-    p = subprocess.run([TC, "-n", ns] + shlex.split(args),
-                       capture_output=True, text=True)
-    assert p.returncode != 0, f"tc {args} succeeded"
-    return p.stderr
 
 
 def limiter(lab, ecn="", dev="h3"):
