@@ -14,7 +14,8 @@ sockperf TCP ping-pong through the same limiter.  Table 2: two sender
 VMs, one limiter each (minimum rate X, ceiling the total T, under a
 parent of rate T), one receiver with a server per VM.
 
-Bandwidth saturation is iperf3's received throughput over R; RTT is
+Bandwidth saturation is the bytes iperf3's receivers got from 1 s on,
+over the time that took, against R; RTT is
 sockperf's p50/p99.9; stability is the coefficient of variation of the
 100 ms throughput samples (the paper's oscillation problem).  Rates are
 scaled to what the TCG guest sustains (see calibrate()).
@@ -157,7 +158,8 @@ def run_cell(lab, senders, flows, duration):
         # the receiver's 100 ms intervals: what left the limiter (the
         # sender's intervals show its socket buffer filling instead)
         ivs = (j.get("server_output_json") or {}).get("intervals") or j["intervals"]
-        out.append([iv["sum"]["bits_per_second"] for iv in ivs])
+        # [bytes, seconds] per interval: saturation is bytes over time
+        out.append([[iv["sum"]["bytes"], iv["sum"]["seconds"]] for iv in ivs])
     try:
         o, e = sp.communicate(timeout=duration + 240)
     except subprocess.TimeoutExpired:
@@ -303,10 +305,21 @@ def cell_stats(cell, rate_bps):
         return dict(tput_mbit=None, saturation=None, cv=None,
                     rtt_p50_us=cell["rtt"]["p50_us"], rtt_p999_us=cell["rtt"]["p999_us"],
                     counters=cell["counters"], cpu_busy=cell.get("cpu_busy"))
-    total = [sum(t[i] for t in cell["tput"]) for i in range(n)]
-    steady = total[10:] or total
-    mean = statistics.mean(steady)
-    cv = statistics.pstdev(steady) / mean if mean else None
+    if isinstance(cell["tput"][0][0], list):
+        # bytes received over the time they took, from 1 s on (start-up
+        # left out): a mean of interval rates over-weights short intervals
+        # and read up to 100% of R, above the 95.6% a header allows
+        first = 10 if n > 10 else 0
+        nbytes = sum(t[i][0] for t in cell["tput"] for i in range(first, n))
+        secs = statistics.mean(sum(t[i][1] for i in range(first, n)) for t in cell["tput"])
+        mean = nbytes * 8 / secs if secs else 0.0
+        rates = [sum(t[i][0] for t in cell["tput"]) * 8 / max(1e-9, cell["tput"][0][i][1])
+                 for i in range(first, n)]
+    else:               # raw.json from before 2026-11-24: interval rates
+        total = [sum(t[i] for t in cell["tput"]) for i in range(n)]
+        rates = total[10:] or total
+        mean = statistics.mean(rates)
+    cv = statistics.pstdev(rates) / mean if mean and len(rates) > 1 else None
     return dict(tput_mbit=mean / 1e6, saturation=mean / rate_bps, cv=cv,
                 rtt_p50_us=cell["rtt"]["p50_us"], rtt_p999_us=cell["rtt"]["p999_us"],
                 counters=cell["counters"], cpu_busy=cell.get("cpu_busy"))

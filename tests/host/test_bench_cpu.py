@@ -198,3 +198,18 @@ def test_htb_hot_unloaded_rtt_is_flagged(tmp_path):
     for c in raw["table1"]["cells"] + raw["table2"]["cells"]:
         c["cpu_busy"] = COOL
     assert flagged(report_text(htb, htb.analyse(raw), tmp_path)) == ["unloaded RTT"]
+
+
+def test_htb_saturation_is_bytes_over_time():
+    """issue 15: saturation from the bytes received over the time they
+    took, not the mean of the interval rates (which a short last interval
+    inflates)"""
+    ivs = [[50_000, 0.1]] * 20 + [[10_000, 0.01]]      # a short last interval at 8 Mbit/s
+    cell = dict(tput=[ivs, ivs], rtt=dict(p50_us=1, p999_us=2), counters={}, cpu_busy=0.2)
+    st = htb.cell_stats(cell, rate_bps=10e6)
+    # from 1 s on: 2 x (10 x 50 KB + 10 KB) over 1.01 s
+    assert abs(st["tput_mbit"] - 2 * (10 * 50_000 + 10_000) * 8 / 1.01 / 1e6) < 1e-9
+    assert st["saturation"] < 0.81
+    # the old raw format (interval rates) still reads
+    old = dict(cell, tput=[[4e6] * 20, [4e6] * 20])
+    assert abs(htb.cell_stats(old, rate_bps=10e6)["saturation"] - 0.8) < 1e-9
