@@ -150,8 +150,9 @@ def flatten(obj, prefix=""):
         for i, v in enumerate(obj):
             label = str(i)
             if isinstance(v, dict):
-                keys = [str(v[k]) for k in ("scheme", "workload", "name", "load", "n", "fanin", "flows",
-                                            "mode", "cell") if k in v and not isinstance(v[k], (dict, list))]
+                keys = [str(v[k]) for k in ("scheme", "cc", "workload", "name", "load", "n", "fanin", "flows",
+                                            "mode", "cell", "x_over_t", "per_vm") if k in v
+                        and not isinstance(v[k], (dict, list))]
                 if keys:
                     label = "/".join(keys)
             out.update(flatten(v, f"{prefix}[{label}]"))
@@ -311,7 +312,34 @@ def respread(out, ignore=("kernel", "elapsed", "wall", "cpu", "started")):
     return rows, spread_markdown(rows, len(results), flat=flat)
 
 
+def rewrite(out):
+    """Replace the Repeatability section of out/report.md and out/repeat.json
+    with the spread recomputed from out/run*/results.json."""
+    rows, md = respread(out)
+    path = os.path.join(out, "report.md")
+    with open(path) as f:
+        text = f.read()
+    head = text.split("\n## Repeatability", 1)[0].rstrip("\n")
+    tail = ""
+    if "\nEach run's own report:" in text:
+        tail = "\n\n" + "Each run's own report:" + text.split("\nEach run's own report:", 1)[1]
+    with open(path, "w") as f:
+        f.write(head + "\n\n" + "\n".join(md) + tail.rstrip("\n") + "\n")
+    try:
+        with open(os.path.join(out, "repeat.json")) as f:
+            meta = json.load(f)
+    except (OSError, ValueError):
+        meta = {}
+    meta["figures"] = rows
+    with open(os.path.join(out, "repeat.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+    return md
+
+
 if __name__ == "__main__":
-    # python -m dcnet.hostrun DIR: the repeat spread of DIR/run*/results.json
-    rows, md = respread(sys.argv[1])
-    print("\n".join(md))
+    # python -m dcnet.hostrun DIR [--write]: the repeat spread of
+    # DIR/run*/results.json (--write: into DIR/report.md and repeat.json)
+    if "--write" in sys.argv[2:]:
+        print("\n".join(rewrite(sys.argv[1])))
+    else:
+        print("\n".join(respread(sys.argv[1])[1]))
