@@ -380,7 +380,7 @@ def host_main(a):
     def render(raw, res, out):
         report(res, plots(raw, res, out), out)
     # cpu_busy is a diagnostic of the run, not a figure of it (as in testbed/run.py)
-    hostrun.run(a, cmd, analyse, render, "bench-d2tcp", ignore=("kernel", "elapsed", "wall", "cpu"))
+    hostrun.run(a, cmd, analyse, render, "bench-d2tcp")
 
 
 def main():

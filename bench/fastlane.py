@@ -466,7 +466,7 @@ def host_main(a):
     def render(raw, res, out):
         report(res, plots(res, out), out)
     # cpu_busy is a diagnostic of the run, not a figure of it (as in testbed/run.py)
-    hostrun.run(a, cmd, analyse, render, "bench-fastlane", ignore=("kernel", "elapsed", "wall", "cpu"))
+    hostrun.run(a, cmd, analyse, render, "bench-fastlane")
 
 
 def main():

@@ -21,6 +21,8 @@ VMRUN = os.path.join(ROOT, "scripts", "vmrun.py")
 GUEST_PY = os.path.join(ROOT, ".venv", "bin", "python")
 CLOCKS = ("virtual", "real")
 REPEAT_GOAL = 0.01      # issue 15: every figure within 1% across boots
+# not figures of the network: kernel names, wall and start times, the CPU
+IGNORE = ("kernel", "elapsed", "wall", "cpu", "started")
 # What one unshaped TCP flow through a router namespace sustains in the
 # release guest in virtual time (1050 and 1000 Mbit/s in two boots,
 # 2026-11-24): the benches scale their rates from it instead of from a
@@ -244,7 +246,32 @@ def spread_markdown(rows, runs, goal=REPEAT_GOAL, limit=25, flat=None):
 
 # --------------------------------------------------------------- the driver
 
-def run(a, guest_cmd, analyse, render, name, extra_header=None, ignore=("kernel", "elapsed", "wall")):
+def finish_repeat(out, results, walls, clock, name, ignore=IGNORE):
+    """After n > 1 boots into out/run1.. : repeat.json, run 1's report and
+    plots in out/ with the Repeatability section appended, one line on
+    stdout."""
+    n = len(results)
+    rows = spread(results, ignore)
+    flat = flatten(results[0])
+    for r in rows:
+        r["headline"] = is_headline(r["figure"], flat)
+    with open(os.path.join(out, "repeat.json"), "w") as f:
+        json.dump(dict(runs=n, clock=clock, wall_s=walls, figures=rows), f, indent=1)
+    for fn in os.listdir(os.path.join(out, "run1")):
+        if fn.endswith((".png", ".md")):
+            shutil.copy(os.path.join(out, "run1", fn), os.path.join(out, fn))
+    with open(os.path.join(out, "report.md"), "a") as f:
+        f.write("\n" + "\n".join(spread_markdown(rows, n, flat=flat)) + "\n\n"
+                + "Each run's own report: " + ", ".join(f"[run {i + 1}](run{i + 1}/report.md)"
+                                                          for i in range(n)) + ".\n")
+    have = [r["spread"] for r in rows if r["spread"] is not None and r["headline"]]
+    print(f"{name}: {n} runs, largest headline figure spread {max(have or [0]) * 100:.2f}% "
+          f"({sum(1 for x in have if x > REPEAT_GOAL)} of {len(have)} figures above "
+          f"{REPEAT_GOAL * 100:.0f}%)")
+    return rows
+
+
+def run(a, guest_cmd, analyse, render, name, extra_header=None, ignore=IGNORE):
     """Boot a.repeat times, analyse and render each run; with more than one
     run, out/ holds run1/, run2/, ... and out/report.md is run 1's report
     with the repeat spread appended (out/repeat.json has every figure)."""
@@ -275,28 +302,12 @@ def run(a, guest_cmd, analyse, render, name, extra_header=None, ignore=("kernel"
         insert_header(os.path.join(run_out, "report.md"), header(run_out, wall, extra))
         results.append(res)
     if n > 1:
-        rows = spread(results, ignore)
-        flat = flatten(results[0])
-        for r in rows:
-            r["headline"] = is_headline(r["figure"], flat)
-        with open(os.path.join(out, "repeat.json"), "w") as f:
-            json.dump(dict(runs=n, clock=clock, wall_s=walls, figures=rows), f, indent=1)
-        for fn in os.listdir(os.path.join(out, "run1")):
-            if fn.endswith((".png", ".md")):
-                shutil.copy(os.path.join(out, "run1", fn), os.path.join(out, fn))
-        with open(os.path.join(out, "report.md"), "a") as f:
-            f.write("\n" + "\n".join(spread_markdown(rows, n, flat=flat)) + "\n\n"
-                    + "Each run's own report: " + ", ".join(f"[run {i + 1}](run{i + 1}/report.md)"
-                                                              for i in range(n)) + ".\n")
-        have = [r["spread"] for r in rows if r["spread"] is not None and r["headline"]]
-        print(f"{name}: {n} runs, largest headline figure spread {max(have or [0]) * 100:.2f}% "
-              f"({sum(1 for s in have if s > REPEAT_GOAL)} of {len(have)} figures above "
-              f"{REPEAT_GOAL * 100:.0f}%)")
+        finish_repeat(out, results, walls, clock, name, ignore)
     print(open(os.path.join(out, "report.md")).read())
     return results
 
 
-def respread(out, ignore=("kernel", "elapsed", "wall", "cpu", "started")):
+def respread(out, ignore=IGNORE):
     """(Re)compute the repeat spread of out/run*/results.json: rows, and
     the Markdown section (what run() and the testbed append to report.md)."""
     runs = sorted((d for d in os.listdir(out) if d.startswith("run") and d[3:].isdigit()),

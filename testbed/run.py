@@ -566,21 +566,7 @@ def host_main(a):
         failures += failed
         rcs.append(rc)
     if n > 1:
-        import shutil as _sh
-        rows = hostrun.spread(results, ignore=("kernel", "elapsed", "wall", "cpu", "started"))
-        flat = hostrun.flatten(results[0])
-        for r in rows:
-            r["headline"] = hostrun.is_headline(r["figure"], flat)
-        with open(os.path.join(out, "repeat.json"), "w") as f:
-            json.dump(dict(runs=n, clock=hostrun.clock_of(a), wall_s=walls, figures=rows), f, indent=1)
-        for fn in os.listdir(os.path.join(out, "run1")):
-            if fn.endswith((".png", ".md")):
-                _sh.copy(os.path.join(out, "run1", fn), os.path.join(out, fn))
-        with open(os.path.join(out, "report.md"), "a") as f:
-            f.write("\n" + "\n".join(hostrun.spread_markdown(rows, n, flat=flat)) + "\n\nEach run's own report: "
-                    + ", ".join(f"[run {i + 1}](run{i + 1}/report.md)" for i in range(n)) + ".\n")
-        have = [r["spread"] for r in rows if r["spread"] is not None and r["headline"]]
-        print(f"testbed: {n} runs, largest headline figure spread {max(have or [0]) * 100:.2f}%")
+        hostrun.finish_repeat(out, results, walls, hostrun.clock_of(a), "testbed")
     print(open(os.path.join(out, "report.md")).read())
     if failures:
         sys.exit("testbed: FAILED: a fault did not happen as the experiment says:\n  " + "\n  ".join(failures))
