@@ -246,6 +246,18 @@ def spread_markdown(rows, runs, goal=REPEAT_GOAL, limit=25, flat=None):
 
 # --------------------------------------------------------------- the driver
 
+def run_dirs(out, repeat):
+    """out itself for one boot, out/run1.. for several; made, and cleared of
+    an earlier run's raw.json (which must not pass for this one's)"""
+    n = max(1, repeat)
+    outs = [out if n == 1 else os.path.join(out, f"run{i + 1}") for i in range(n)]
+    for o in outs:
+        os.makedirs(o, exist_ok=True)
+        if os.path.exists(os.path.join(o, "raw.json")):
+            os.unlink(os.path.join(o, "raw.json"))
+    return outs
+
+
 def finish_repeat(out, results, walls, clock, name, ignore=IGNORE):
     """After n > 1 boots into out/run1.. : repeat.json, run 1's report and
     plots in out/ with the Repeatability section appended, one line on
@@ -276,14 +288,9 @@ def run(a, guest_cmd, analyse, render, name, extra_header=None, ignore=IGNORE):
     run, out/ holds run1/, run2/, ... and out/report.md is run 1's report
     with the repeat spread appended (out/repeat.json has every figure)."""
     out = os.path.abspath(a.out)
-    os.makedirs(out, exist_ok=True)
     clock = clock_of(a)
-    n = max(1, a.repeat)
-    outs = [out if n == 1 else os.path.join(out, f"run{i + 1}") for i in range(n)]
-    for o in outs:
-        os.makedirs(o, exist_ok=True)
-        if os.path.exists(os.path.join(o, "raw.json")):
-            os.unlink(os.path.join(o, "raw.json"))  # an earlier run's must not pass for this one's
+    outs = run_dirs(out, a.repeat)
+    n = len(outs)
     boots = boot_all(a, outs, lambda o: guest_cmd)
     results = []
     walls = []

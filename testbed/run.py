@@ -539,13 +539,8 @@ def host_main(a):
     import report
     load_experiment(a.experiment, a.duration)       # before any boot
     out = os.path.abspath(a.out)
-    os.makedirs(out, exist_ok=True)
-    n = max(1, a.repeat)
-    outs = [out if n == 1 else os.path.join(out, f"run{i + 1}") for i in range(n)]
-    for o in outs:
-        os.makedirs(o, exist_ok=True)
-        if os.path.exists(os.path.join(o, "raw.json")):
-            os.unlink(os.path.join(o, "raw.json"))  # an earlier run's must not pass for this one's
+    outs = hostrun.run_dirs(out, a.repeat)
+    n = len(outs)
     boots = hostrun.boot_all(a, outs, lambda o: guest_cmd(a, o))
     results, walls, failures, rcs = [], [], [], []
     for run_out, (rc, wall) in zip(outs, boots):
