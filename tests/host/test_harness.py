@@ -46,6 +46,21 @@ def write_kunit(gdir, suite, cases=2, top="ok"):
     (gdir / f"kunit-{suite}.ktap").write_text("\n".join(lines) + "\n")
 
 
+def guest_dir(out, kunit=("alpha", "beta"), events=None):
+    """out/ with a clean host junit, passing KUnit suites and guest events"""
+    gdir = out / "guest"
+    gdir.mkdir(exist_ok=True)
+    write_host_junit(out)
+    for suite in kunit:
+        write_kunit(gdir, suite)
+    if events is None:
+        events = [{"event": "result", "test": "t::a", "when": "call", "outcome": "passed"}]
+    with open(gdir / "guest-results.jsonl", "w") as f:
+        for ev in events:
+            f.write(json.dumps(ev) + "\n")
+    return gdir
+
+
 def summary(out, capsys, **kw):
     mods = out / "mods"
     mods.write_text("# test\nalpha_kunit\nbeta_kunit\n")
@@ -77,16 +92,10 @@ def test_hanging_test_is_named_and_the_suite_goes_on(tmp_path, capsys):
 
 def test_vm_death_mid_test_names_the_running_test(tmp_path, capsys):
     out = tmp_path
-    gdir = out / "guest"
-    gdir.mkdir()
-    write_host_junit(out)
-    write_kunit(gdir, "alpha")
-    write_kunit(gdir, "beta")
-    with open(gdir / "guest-results.jsonl", "w") as f:
-        for ev in ({"event": "start", "test": "t::a"},
-                   {"event": "result", "test": "t::a", "when": "call", "outcome": "passed"},
-                   {"event": "start", "test": "t::b"}):
-            f.write(json.dumps(ev) + "\n")
+    gdir = guest_dir(out, events=[{"event": "start", "test": "t::a"},
+                                  {"event": "result", "test": "t::a", "when": "call", "outcome": "passed"},
+                                  {"event": "start", "test": "t::b"}])
+    with open(gdir / "guest-results.jsonl", "a") as f:
         f.write('{"event": "res')      # cut short by the VM's end
     rc, text = summary(out, capsys, vm_ok=0)
     assert rc == 1
@@ -112,13 +121,9 @@ def test_host_pytest_crash_fails_even_with_a_clean_junit(tmp_path, capsys):
 
 def test_kunit_counted_per_suite_and_a_module_that_did_not_load_fails(tmp_path, capsys):
     out = tmp_path
-    gdir = out / "guest"
-    gdir.mkdir()
-    write_host_junit(out)
+    gdir = guest_dir(out, kunit=())
     write_kunit(gdir, "alpha", cases=3)
     (gdir / "kunit-beta.ktap").write_text("not ok 1 beta # module beta_kunit did not load\n")
-    with open(gdir / "guest-results.jsonl", "w") as f:
-        f.write(json.dumps({"event": "result", "test": "t::a", "when": "call", "outcome": "passed"}) + "\n")
     rc, text = summary(out, capsys)
     assert rc == 1
     assert "  kunit alpha: 3 passed, 0 failed, 0 skipped" in text
@@ -129,12 +134,7 @@ def test_kunit_counted_per_suite_and_a_module_that_did_not_load_fails(tmp_path, 
 
 def test_kunit_suite_missing_entirely_fails(tmp_path, capsys):
     out = tmp_path
-    gdir = out / "guest"
-    gdir.mkdir()
-    write_host_junit(out)
-    write_kunit(gdir, "alpha")
-    with open(gdir / "guest-results.jsonl", "w") as f:
-        f.write(json.dumps({"event": "result", "test": "t::a", "when": "call", "outcome": "passed"}) + "\n")
+    guest_dir(out, kunit=("alpha",))
     rc, text = summary(out, capsys)
     assert rc == 1
     assert "FAILED kunit: beta: no results" in text
@@ -142,19 +142,22 @@ def test_kunit_suite_missing_entirely_fails(tmp_path, capsys):
 
 def test_clean_run_passes(tmp_path, capsys):
     out = tmp_path
-    gdir = out / "guest"
-    gdir.mkdir()
-    write_host_junit(out)
-    write_kunit(gdir, "alpha")
-    write_kunit(gdir, "beta")
-    with open(gdir / "guest-results.jsonl", "w") as f:
-        for t in ("t::a", "t::b"):
-            f.write(json.dumps({"event": "start", "test": t}) + "\n")
-            f.write(json.dumps({"event": "result", "test": t, "when": "call", "outcome": "passed"}) + "\n")
-        f.write(json.dumps({"event": "result", "test": "t::c", "when": "setup", "outcome": "skipped"}) + "\n")
+    events = []
+    for t in ("t::a", "t::b"):
+        events += [{"event": "start", "test": t},
+                   {"event": "result", "test": t, "when": "call", "outcome": "passed"}]
+    guest_dir(out, events=events + [{"event": "result", "test": "t::c", "when": "setup", "outcome": "skipped"}])
     rc, text = summary(out, capsys)
     assert rc == 0, text
     assert text.rstrip().endswith("8 passed, 0 failed, 1 skipped")
+
+
+def fake_kernel(tmp_path):
+    """a build directory vmrun accepts (an empty bzImage; vng is a stand-in)"""
+    kdir = tmp_path / "k"
+    (kdir / "arch/x86/boot").mkdir(parents=True)
+    (kdir / "arch/x86/boot/bzImage").write_text("")
+    return kdir
 
 
 FAKE_VNG = """#!/bin/sh
@@ -170,9 +173,7 @@ def test_vm_timeout_ends_qemu_too(tmp_path, monkeypatch):
     vng = tmp_path / "vng"
     vng.write_text(FAKE_VNG.format(pidfile=pidfile))
     vng.chmod(0o755)
-    kdir = tmp_path / "k"
-    (kdir / "arch/x86/boot").mkdir(parents=True)
-    (kdir / "arch/x86/boot/bzImage").write_text("")
+    kdir = fake_kernel(tmp_path)
     monkeypatch.setenv("DCNET_VNG", str(vng))
     t0 = time.time()
     rc = vmrun.run(str(kdir), str(tmp_path / "out"), ["true"], timeout=2, cpus=1,
@@ -205,9 +206,7 @@ def test_console_splat_fails_the_run(tmp_path, monkeypatch):
                    "echo '[ 1.0] BUG: KASAN: use-after-free in x'\n"
                    "out=$(sed -n 's/^export DCNET_OUT=//p' $s); echo 0 > $out/status\n")
     vng.chmod(0o755)
-    kdir = tmp_path / "k"
-    (kdir / "arch/x86/boot").mkdir(parents=True)
-    (kdir / "arch/x86/boot/bzImage").write_text("")
+    kdir = fake_kernel(tmp_path)
     monkeypatch.setenv("DCNET_VNG", str(vng))
     rc = vmrun.run(str(kdir), str(tmp_path / "out"), ["true"], timeout=20, cpus=1,
                    memory="1G", verbose=False)
