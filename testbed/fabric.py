@@ -3,7 +3,7 @@
     from fabric import Fabric, Topology
     topo = Topology(kind="clos", spines=4, leaves=4, hosts_per_leaf=4,
                     link_mbit=10, buffer_bytes=131072)
-    fab = Fabric(topo, mode="ecmp")     # or "mptcp", "l2"
+    fab = Fabric(topo, mode="ecmp")     # or "mptcp", "l2", "presto", "l2ecmp"
     ...
     fab.close()
 
@@ -32,6 +32,10 @@ Forwarding modes:
          the Controller installs its FDB (destination MAC -> port), one
          spanning tree per spine; hosts share one subnet with static
          neighbours.  Presto's shadow MACs use the same interface.
+  presto the l2 fabric, each host behind an Open vSwitch bridge that
+         sprays 64 KB flowcells over one shadow MAC per spanning tree
+         (testbed/presto.py: wiring, vSwitches, controller)
+  l2ecmp the same, with a per-flow hash over the trees (ECMP on L2)
 
 Everything is built with batched netlink (`ip -batch`, `tc -batch`) and
 setns(2) from this process, not one process per command: in the debug
@@ -166,9 +170,14 @@ class Host:
 
 
 class Fabric:
-    def __init__(self, topo, mode="ecmp", prefix="tb", subflows=8, hash_seed=None):
-        if mode not in ("ecmp", "mptcp", "l2"):
-            raise ValueError(f"mode {mode!r}: ecmp, mptcp or l2")
+    def __init__(self, topo, mode="ecmp", prefix="tb", subflows=8, hash_seed=None,
+                 flowcell_bytes=None):
+        from presto import VSWITCH_MODES, FLOWCELL_BYTES
+        if mode not in ("ecmp", "mptcp", "l2") + VSWITCH_MODES:
+            raise ValueError(f"mode {mode!r}: ecmp, mptcp, l2, presto or l2ecmp")
+        self.flowcell_bytes = flowcell_bytes or FLOWCELL_BYTES
+        self.vswitch = self.presto = None
+        self.rates = {}             # frozenset({a, b}) -> Mbit/s set by degrade_link()
         self.topo, self.mode, self.prefix, self.subflows = topo, mode, prefix, subflows
         # net.ipv4.fib_multipath_hash_seed of every switch (None: the
         # kernel's random per-boot key); IPv4 ECMP placement then repeats
@@ -185,12 +194,29 @@ class Fabric:
         except BaseException:
             self.close()
             raise
+        self.controller = Controller(self) if self.l2 else None
+        try:
+            if self.controller:
+                self.controller.install_baseline()
+            if self.vswitched:
+                self._build_vswitches()
+        except BaseException:
+            self.close()
+            raise
         self.t_build = time.time() - self.t_build
-        self.controller = Controller(self) if mode == "l2" else None
-        if self.controller:
-            self.controller.install_baseline()
 
     # ------------------------------------------------------------ plan
+    @property
+    def vswitched(self):
+        """hosts behind vSwitches (Presto's modes)"""
+        from presto import VSWITCH_MODES
+        return self.mode in VSWITCH_MODES
+
+    @property
+    def l2(self):
+        """switches forward on destination MAC (a controller's tables)"""
+        return self.mode == "l2" or self.vswitched
+
     def ns(self, node):
         return f"{self.prefix}-{node}"
 
@@ -212,9 +238,14 @@ class Fabric:
             for n in range(1, t.hosts + 1):
                 self.hosts[f"h{n}"] = Host(f"h{n}", n, "o1")
         for h in self.hosts.values():
-            self.links.append((h.name, "eth0", h.leaf, h.name))
+            if self.vswitched:
+                # host -> its vSwitch port vN; the vSwitch's uplink uN -> leaf
+                self.links.append((h.name, "eth0", "vs", f"v{h.index}"))
+                self.links.append(("vs", f"u{h.index}", h.leaf, h.name))
+            else:
+                self.links.append((h.name, "eth0", h.leaf, h.name))
             h.mac = "02:dc:00:00:%02x:%02x" % (h.index >> 8, h.index & 0xff)
-            if self.mode == "l2":
+            if self.l2:
                 h.ip, h.ip6 = f"10.2.{h.index >> 8}.{h.index & 0xff}", f"fd02::{h.index:x}"
             else:
                 h.ip, h.ip6 = self._l3_addr(h, 1)
@@ -258,7 +289,7 @@ class Fabric:
         return L
 
     def _build(self):
-        nodes = list(self.hosts) + self.switches
+        nodes = list(self.hosts) + self.switches + (["vs"] if self.vswitched else [])
         batch("ip", [f"netns add {self.ns(n)}" for n in nodes])
         self._created = nodes
         batch("ip", [f"link add {pa} netns {self.ns(a)} type veth peer name {pb} netns {self.ns(b)}"
@@ -268,11 +299,13 @@ class Fabric:
             ports[a].append(pa)
             ports[b].append(pb)
         self.ports = ports
-        routes = self._route_lines() if self.mode != "l2" else {}
+        routes = self._route_lines() if not self.l2 else {}
         for sw in self.switches:
             self._build_switch(sw, ports[sw], routes.get(sw, []))
         for h in self.hosts.values():
             self._build_host(h)
+        if self.vswitched:
+            self._build_vs_ports()
         # carrier changes reach routing through linkwatch, up to 1 s late
         time.sleep(1.0)
 
@@ -293,20 +326,20 @@ class Fabric:
                 # looks at the IP length)
                 sysctl("net.ipv4.tcp_fastlane", 1)
         L = ["link set lo up"]
-        if self.mode == "l2":
+        if self.l2:
             L.append("link add br0 type bridge stp_state 0 mcast_snooping 0")
         for p in ports:
             L.append(f"link set {p} up")
-            if self.mode == "l2":
+            if self.l2:
                 L.append(f"link set {p} master br0")
-        if self.mode == "l2":
+        if self.l2:
             L.append("link set br0 up")
         else:
             for p in ports:
                 L += self._l3_port_addrs(sw, p)
             L += list(routes)
         batch("ip", L, ns)
-        if self.mode == "l2":
+        if self.l2:
             batch("bridge", [f"link set dev {p} learning off flood off mcast_flood off" for p in ports], ns)
         tcl = []
         for p in ports:
@@ -329,11 +362,13 @@ class Fabric:
         with netns(ns):
             sysctl("net.ipv6.conf.all.accept_dad", 0)
             sysctl("net.ipv6.conf.default.accept_dad", 0)
-            ethtool_set("eth0", ETHTOOL_STSO, False)
-            ethtool_set("eth0", ETHTOOL_SGSO, False)
+            # behind a vSwitch the host keeps TSO/GSO (flowcells are
+            # TSO-sized); its NIC, uN, segments
+            ethtool_set("eth0", ETHTOOL_STSO, self.vswitched)
+            ethtool_set("eth0", ETHTOOL_SGSO, self.vswitched)
             ethtool_set("eth0", ETHTOOL_SGRO, True)
         L = ["link set lo up", f"link set eth0 address {h.mac}", "link set eth0 up"]
-        if self.mode == "l2":
+        if self.l2:
             L += [f"addr add {h.ip}/16 dev eth0", f"addr add {h.ip6}/64 dev eth0 nodad"]
             for o in self.hosts.values():
                 if o is not h:
@@ -350,7 +385,50 @@ class Fabric:
                 for a in h.extra_ips:
                     L.append(f"mptcp endpoint add {a} dev eth0 subflow")
         batch("ip", L, ns)
-        batch("tc", self._port_qdisc("eth0", host_nic=True), ns)
+        if not self.vswitched:
+            batch("tc", self._port_qdisc("eth0", host_nic=True), ns)
+
+    def _build_vs_ports(self):
+        """the vSwitches' namespace: vN (towards host N: no offloads, so
+        the host's veth GRO sees MTU packets) and uN (host N's NIC: the
+        fabric gets MTU packets; HTB at the link rate)"""
+        ns = self.ns("vs")
+        with netns(ns):
+            for h in self.hosts.values():
+                for dev in (f"v{h.index}", f"u{h.index}"):
+                    ethtool_set(dev, ETHTOOL_STSO, False)
+                    ethtool_set(dev, ETHTOOL_SGSO, False)
+                    ethtool_set(dev, ETHTOOL_SGRO, False)
+        L = ["link set lo up"]
+        for h in self.hosts.values():
+            L += [f"link set v{h.index} up", f"link set u{h.index} up"]
+        batch("ip", L, ns)
+        tcl = []
+        for h in self.hosts.values():
+            tcl += self._port_qdisc(f"u{h.index}", host_nic=True)
+        batch("tc", tcl, ns)
+
+    def _build_vswitches(self):
+        from presto import PrestoController, VSwitch
+        self.vswitch = VSwitch(self)
+        self.vswitch.start()
+        self.vswitch.add_bridges([h.index for h in self.hosts.values()])
+        self.presto = PrestoController(self, self.vswitch,
+                                       method="flowcell" if self.mode == "presto" else "hash",
+                                       flowcell_bytes=self.flowcell_bytes)
+        self.presto.install()
+
+    def link_rate(self, a, b):
+        """a link's rate in Mbit/s now: 0 when it is down"""
+        if not self.is_up(a, b):
+            return 0.0
+        r = self.rates.get(frozenset({a, b}))
+        if r is not None:
+            return r
+        t = self.topo
+        if t.fabric_mbit and {a[:1], b[:1]} == {"l", "s"}:
+            return t.fabric_mbit
+        return t.link_mbit
 
     def is_up(self, a, b):
         """is the link between nodes a and b up (ports are named after peers)"""
@@ -427,17 +505,22 @@ class Fabric:
             self.down.discard(key)
         else:
             self.down.add(key)
-        if self.controller:
+        if self.presto:
+            self.presto.link_changed(cause=f"{node}:{port} {state}")
+        elif self.controller:
             self.controller.link_changed()
-        elif self.mode != "l2":
+        else:
             self._reroute()
 
     def degrade_link(self, node, port, mbit):
         """change a link's rate (both directions), e.g. 10 -> 1 scaled"""
         peer, pport = self.link_peer(node, port)
+        self.rates[frozenset({node, peer})] = float(mbit)
         for n, p in ((node, port), (peer, pport)):
             batch("tc", [f"class change dev {p} parent 1: classid 1:1 htb rate {mbit}mbit ceil {mbit}mbit"
                          f" burst {MTU * 2} cburst {MTU * 2}"], self.ns(n))
+        if self.presto:
+            self.presto.link_changed(cause=f"{node}:{port} {mbit} Mbit/s")
 
     def link_stats(self, node):
         """{port: {tx_packets, tx_bytes, rx_packets, ...}} of one node"""
@@ -481,6 +564,9 @@ class Fabric:
                 p.kill()
                 p.wait()
         self.procs = []
+        if self.vswitch:
+            self.vswitch.stop()
+            self.vswitch = None
         nodes = getattr(self, "_created", None) or list(self.hosts) + self.switches
         subprocess.run(["ip", "-force", "-batch", "-"], input="".join(f"netns del {self.ns(n)}\n" for n in nodes),
                        text=True, capture_output=True)
@@ -544,11 +630,13 @@ class Controller:
         trees = self.trees()
         self.install_many([(h.mac, h.name, trees[(h.index - 1) % len(trees)]) for h in self.fab.hosts.values()])
 
-    def link_changed(self):
-        """move every MAC off a tree that lost a link (Presto's controller
-        does the same with its shadow MACs)"""
+    def link_changed(self, pinned=()):
+        """move every MAC off a tree that lost a link, except those in
+        `pinned` (Presto's shadow MACs stay on their tree: its controller
+        stops using them instead)"""
         ok = [t for t in self.trees() if self.healthy(t)]
         if not ok:
             return
         self.install_many([(mac, host, ok[(self.fab.hosts[host].index - 1) % len(ok)])
-                           for mac, (host, tree) in self.installed.items() if tree not in ok])
+                           for mac, (host, tree) in self.installed.items()
+                           if tree not in ok and mac not in pinned])

@@ -335,6 +335,8 @@ def run_one(fab, scheme, wl, flows, exp):
     tot, idle = t_cpu1[0] - t_cpu0[0], t_cpu1[1] - t_cpu0[1]
     return dict(scheme=scheme["name"], workload=wl["name"], duration_s=float(duration), flows=recs,
                 mptcp_subflows=subflows, faults=fault_recs, fault_errors=fault_errors,
+                controller_events=list(fab.presto.events) if fab.presto else None,
+                controller_setup=dict(fab.presto.timing, **fab.vswitch.timing) if fab.presto else None,
                 ports=fab.port_counters(), rtt_us=rtt,
                 cpu={"guest": max(0.0, min(1.0, 1 - idle / tot)) if tot else 0.0})
 
@@ -476,7 +478,7 @@ def guest_main(a):
         for wl in exp["workloads"]:
             t0 = time.time()
             fab = Fabric(topo, mode=scheme.get("mode", "ecmp"), subflows=scheme.get("subflows", 8),
-                         hash_seed=exp.get("hash_seed", HASH_SEED))
+                         hash_seed=exp.get("hash_seed", HASH_SEED), flowcell_bytes=scheme.get("flowcell_bytes"))
             try:
                 flows = []
                 # "with": workloads run alongside (Presto's mice next to elephants)

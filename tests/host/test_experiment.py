@@ -109,7 +109,7 @@ def test_topology_types_and_ranges(key, value, msg):
     (lambda e: e["schemes"][2].__setitem__("subflows", 0), "schemes[2].subflows: must be >= 1"),
     (lambda e: e["schemes"][2].__setitem__("subflows", 9), "schemes[2].subflows: must be <= 8"),
     (lambda e: e["schemes"][1].__setitem__("subflows", 4), "schemes[1]: subflows is only for mode \"mptcp\""),
-    (lambda e: e["schemes"][1].__setitem__("mode", "presto"), "schemes[1].mode: must be one of"),
+    (lambda e: e["schemes"][1].__setitem__("mode", "flowlet"), "schemes[1].mode: must be one of"),
     (lambda e: e["schemes"][1].__delitem__("name"), "schemes[1]: missing key 'name'"),
     (lambda e: e["schemes"][1].__setitem__("topology", {"spines": 0}), "schemes[1].topology.spines: must be >= 1"),
     (lambda e: e["sysctls"].__setitem__("net.ipv4.tcp_ecn", True),

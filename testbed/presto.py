@@ -1,0 +1,287 @@
+"""Presto on the emulated fabric: per-host vSwitches and the controller.
+
+Modes of testbed/fabric.py that use this module:
+
+  presto   the L2 fabric (switches forward on destination MAC only), each
+           host behind an Open vSwitch bridge whose select group per
+           destination sprays flowcells over one shadow MAC per spanning
+           tree (the kernel datapath's "flowcell" dp_hash algorithm)
+  l2ecmp   the same plane with a per-flow hash (stock dp_hash): ECMP over
+           the spanning trees, Presto's ECMP baseline on its own L2 plane
+
+Wiring of host hN (all vSwitch ports live in one namespace, PREFIX-vs,
+where one ovs-vswitchd serves every host's bridge bN):
+
+    hN:eth0 <-veth-> vs:vN   [bridge bN]   vs:uN <-veth-> leaf:hN
+
+eth0 keeps TSO/GSO (flowcells are TSO-sized, one datapath decision per
+super-packet, as in the paper) and GRO (the receiver's GRO sees the
+flowcells); uN is the host's NIC towards the fabric: TSO/GSO off, so the
+fabric carries MTU packets (the GSO trap in ENVIRONMENT.md), and the
+host's NIC shaping (HTB at the link rate) sits on it.
+
+Shadow MACs: host N, tree t (spine t) -> 02:dc:TT:00:NN:NN; tree 0 is
+the host's real MAC.  The controller (`PrestoController`) installs, for
+every shadow MAC, the fabric's entries along its tree (testbed/fabric.py
+Controller), then in every bridge bN
+
+  - group D per destination host D: one bucket per tree t usable from
+    N's leaf to D's leaf: set eth_dst to shadow(D, t), output to uN;
+    bucket weights follow the tree's bottleneck capacity for that pair
+    (Sec. 3.3: weighted sequences; a cut link prunes the tree);
+  - from vN to D's real MAC: group D;
+  - from uN to one of N's shadow MACs: back to N's real MAC, output vN.
+    The source MAC is left alone: it carries the flowcell ID to the
+    receiver's GRO.
+
+Why a Python controller driving ovs-ofctl and not an os-ken app: the
+guest has no os-ken, every decision the controller takes is a table
+computed from the topology (no packet-in), and ovs-ofctl's batch files
+(`add-flows`, `add-groups`, `mod-group`) give one process per bridge per
+change.
+"""
+import os
+import shutil
+import subprocess
+import time
+
+# OVS_HASH_ALG_FLOWCELL of the patched kernel and Open vSwitch: the
+# algorithm rides in bits 32.. of selection_method_param, the flowcell
+# size in bytes in the low 32 bits (ofproto-dpif's group_set_selection_method).
+OVS_HASH_ALG_FLOWCELL = 2
+FLOWCELL_BYTES = 65536
+VSWITCH_MODES = ("presto", "l2ecmp")
+VS = "vs"                       # the vSwitches' namespace (node name)
+PORT_VM, PORT_UP = 1, 2         # OpenFlow ports of bridge bN: vN, uN
+
+OVS_PROGRAMS = {
+    "ovs-vsctl": "utilities/ovs-vsctl",
+    "ovs-ofctl": "utilities/ovs-ofctl",
+    "ovs-appctl": "utilities/ovs-appctl",
+    "ovs-dpctl": "utilities/ovs-dpctl",
+    "ovs-vswitchd": "vswitchd/ovs-vswitchd",
+    "ovsdb-server": "ovsdb/ovsdb-server",
+    "ovsdb-tool": "ovsdb/ovsdb-tool",
+    "vswitch.ovsschema": "vswitchd/vswitch.ovsschema",
+}
+
+
+def shadow_mac(index, tree):
+    """host index (1..), tree (0 = the real MAC, 1.. = spine)"""
+    if not 0 <= tree <= 0xff or not 1 <= index <= 0xffff:
+        raise ValueError(f"shadow MAC of host {index}, tree {tree}: out of range")
+    return "02:dc:%02x:00:%02x:%02x" % (tree, index >> 8, index & 0xff)
+
+
+def ovs_dir():
+    """where the patched Open vSwitch was built (`make ovs`): DCNET_OVS,
+    else $BUILD/ovs"""
+    d = os.environ.get("DCNET_OVS")
+    if d:
+        return d
+    build = os.environ.get("BUILD") or os.path.expanduser("~/.cache/dcnet/build")
+    return os.path.join(build, "ovs")
+
+
+def ovs_programs(root=None):
+    root = root or ovs_dir()
+    out = {}
+    for name, rel in OVS_PROGRAMS.items():
+        p = os.path.join(root, rel)
+        if not os.path.exists(p):
+            found = shutil.which(name) if not name.endswith(".ovsschema") else None
+            if not found:
+                raise FileNotFoundError(f"{name}: not in {root} (run `make ovs`, or set DCNET_OVS)")
+            p = found
+        out[name] = p
+    return out
+
+
+def group_spec(dst_index, buckets, method="flowcell", flowcell_bytes=FLOWCELL_BYTES):
+    """one ovs-ofctl group line: buckets [(tree, weight)] towards host
+    dst_index.  method "flowcell" (Presto) or "hash" (per-flow dp_hash)."""
+    if not buckets:
+        raise ValueError(f"group {dst_index}: no usable tree")
+    if method == "flowcell":
+        sel = f"selection_method=dp_hash,selection_method_param={(OVS_HASH_ALG_FLOWCELL << 32) | flowcell_bytes:#x}"
+    elif method == "hash":
+        sel = "selection_method=dp_hash"
+    else:
+        raise ValueError(f"method {method!r}: flowcell or hash")
+    parts = [f"group_id={dst_index},type=select,{sel}"]
+    for tree, weight in buckets:
+        parts.append(f"bucket=bucket_id:{tree},weight:{weight},"
+                     f"actions=set_field:{shadow_mac(dst_index, tree)}->eth_dst,output:{PORT_UP}")
+    return ",".join(parts)
+
+
+class VSwitch:
+    """one ovsdb-server + ovs-vswitchd for every host's bridge, in
+    namespace PREFIX-vs; state in a tmpfs directory"""
+
+    def __init__(self, fab, root=None):
+        self.fab = fab
+        self.prog = ovs_programs(root)
+        self.dir = os.environ.get("DCNET_OVS_RUNDIR", "/tmp/dcnet-ovs")
+        shutil.rmtree(self.dir, ignore_errors=True)
+        os.makedirs(self.dir)
+        self.env = dict(os.environ, OVS_RUNDIR=self.dir, OVS_LOGDIR=self.dir, OVS_DBDIR=self.dir,
+                        OVS_SYSCONFDIR=self.dir, OVS_PKGDATADIR=os.path.dirname(self.prog["vswitch.ovsschema"]))
+        self.db = f"unix:{self.dir}/db.sock"
+        self.timing = {}
+
+    def _run(self, argv, input=None, ns=False):
+        from fabric import ns_exec
+        argv = (ns_exec(self.fab.ns(VS)) if ns else []) + argv
+        p = subprocess.run(argv, input=input, text=True, capture_output=True, env=self.env, timeout=120)
+        if p.returncode != 0:
+            raise RuntimeError(f"{' '.join(argv[:4])}... failed ({p.returncode}): {p.stderr.strip()[:1500]}")
+        return p.stdout
+
+    def start(self):
+        t0 = time.monotonic()
+        subprocess.run(["modprobe", "openvswitch"], capture_output=True)
+        conf = f"{self.dir}/conf.db"
+        self._run([self.prog["ovsdb-tool"], "create", conf, self.prog["vswitch.ovsschema"]])
+        self._run([self.prog["ovsdb-server"], conf, f"--remote=punix:{self.dir}/db.sock",
+                   f"--pidfile={self.dir}/ovsdb-server.pid", "--detach", "--no-chdir",
+                   f"--log-file={self.dir}/ovsdb-server.log"])
+        self.vsctl("--no-wait", "init")
+        self._run([self.prog["ovs-vswitchd"], self.db, f"--pidfile={self.dir}/ovs-vswitchd.pid",
+                   "--detach", "--no-chdir", f"--log-file={self.dir}/ovs-vswitchd.log"], ns=True)
+        self.timing["daemons_s"] = time.monotonic() - t0
+
+    def vsctl(self, *args):
+        return self._run([self.prog["ovs-vsctl"], f"--db={self.db}", "--timeout=60"] + list(args))
+
+    def ofctl(self, cmd, bridge, *args, input=None):
+        return self._run([self.prog["ovs-ofctl"], "-O", "OpenFlow15", cmd, self.mgmt(bridge)] + list(args),
+                         input=input)
+
+    def mgmt(self, bridge):
+        return f"unix:{self.dir}/{bridge}.mgmt"
+
+    def add_bridges(self, indexes):
+        """bridge bN with ports vN (OpenFlow 1) and uN (2), one transaction"""
+        t0 = time.monotonic()
+        args = []
+        for n in indexes:
+            args += ["--", "add-br", f"b{n}",
+                     "--", "set", "bridge", f"b{n}", "fail_mode=secure",
+                     "protocols=OpenFlow10,OpenFlow13,OpenFlow15",
+                     "--", "add-port", f"b{n}", f"v{n}", "--", "set", "interface", f"v{n}",
+                     f"ofport_request={PORT_VM}",
+                     "--", "add-port", f"b{n}", f"u{n}", "--", "set", "interface", f"u{n}",
+                     f"ofport_request={PORT_UP}"]
+        self.vsctl(*args)
+        self.timing["bridges_s"] = time.monotonic() - t0
+
+    def dpctl(self, *args):
+        from fabric import ns_exec
+        p = subprocess.run(ns_exec(self.fab.ns(VS)) + [self.prog["ovs-dpctl"]] + list(args), text=True,
+                           capture_output=True, env=self.env, timeout=60)
+        return p.stdout + p.stderr
+
+    def stop(self):
+        for name in ("ovs-vswitchd", "ovsdb-server"):
+            pidfile = f"{self.dir}/{name}.pid"
+            try:
+                pid = int(open(pidfile).read().strip())
+                os.kill(pid, 15)
+            except (OSError, ValueError):
+                continue
+            for _ in range(50):
+                try:
+                    os.kill(pid, 0)
+                except OSError:
+                    break
+                time.sleep(0.1)
+        # the kernel datapath outlives ovs-vswitchd: delete it
+        from fabric import ns_exec
+        subprocess.run(ns_exec(self.fab.ns(VS)) + [self.prog["ovs-dpctl"], "del-dp", "ovs-system"],
+                       capture_output=True, env=self.env)
+
+
+def tree_weights(fab, src_leaf, dst_leaf, trees, spines):
+    """[(tree, weight)] for traffic from src_leaf to dst_leaf: a tree's
+    weight is its bottleneck rate for the pair (0: a cut link prunes it),
+    scaled so the largest is 100 (Presto Sec. 3.3's weighted sequences)"""
+    caps = []
+    for t in trees:
+        if src_leaf == dst_leaf or not spines:
+            cap = 1.0
+        else:
+            s = spines[t - 1]
+            cap = min(fab.link_rate(src_leaf, s), fab.link_rate(s, dst_leaf))
+        caps.append((t, cap))
+    top = max((c for _, c in caps), default=0)
+    if top <= 0:
+        return []
+    return [(t, max(1, round(100 * c / top))) for t, c in caps if c > 0]
+
+
+class PrestoController:
+    """Presto's controller over Fabric's L2 Controller: shadow MACs per
+    host per tree, every bridge's group and flow tables, and the
+    reaction to a link going down or degrading (prune, then weights).
+    `events` records each reaction with its stage times."""
+
+    def __init__(self, fab, vswitch, method="flowcell", flowcell_bytes=FLOWCELL_BYTES):
+        self.fab, self.vs, self.method, self.flowcell_bytes = fab, vswitch, method, flowcell_bytes
+        self.l2 = fab.controller
+        self.events = []
+        self.groups = {}            # (src index, dst index) -> buckets
+
+    def hosts(self):
+        return sorted(self.fab.hosts.values(), key=lambda h: h.index)
+
+    def _buckets(self, src, dst):
+        return tree_weights(self.fab, src.leaf, dst.leaf, self.l2.trees(), self.l2.spines)
+
+    def install(self):
+        t0 = time.monotonic()
+        hosts = self.hosts()
+        self.l2.install_many([(shadow_mac(h.index, t), h.name, t) for h in hosts for t in self.l2.trees()])
+        t1 = time.monotonic()
+        for src in hosts:
+            groups = []
+            for dst in hosts:
+                if dst is src:
+                    continue
+                b = self._buckets(src, dst)
+                self.groups[(src.index, dst.index)] = b
+                groups.append(group_spec(dst.index, b, self.method, self.flowcell_bytes))
+            flows = [f"priority=10,in_port={PORT_VM},dl_dst={dst.mac},actions=group:{dst.index}"
+                     for dst in hosts if dst is not src]
+            flows.append(f"priority=5,in_port={PORT_VM},actions=output:{PORT_UP}")
+            flows += [f"priority=10,in_port={PORT_UP},dl_dst={shadow_mac(src.index, t)},"
+                      f"actions=set_field:{src.mac}->eth_dst,output:{PORT_VM}" for t in self.l2.trees()]
+            flows.append(f"priority=5,in_port={PORT_UP},actions=output:{PORT_VM}")
+            self.vs.ofctl("add-groups", f"b{src.index}", "-", input="\n".join(groups) + "\n")
+            self.vs.ofctl("add-flows", f"b{src.index}", "-", input="\n".join(flows) + "\n")
+        self.timing = dict(fabric_s=t1 - t0, vswitches_s=time.monotonic() - t1)
+
+    def link_changed(self, cause=""):
+        """recompute every group; rewrite only those that changed.  Stage
+        times (from the call): fabric entries, groups rewritten."""
+        t0 = time.monotonic()
+        self.l2.link_changed(pinned={shadow_mac(h.index, t) for h in self.hosts() for t in self.l2.trees()})
+        t1 = time.monotonic()
+        changed = 0
+        for src in self.hosts():
+            mods = []
+            for dst in self.hosts():
+                if dst is src:
+                    continue
+                b = self._buckets(src, dst)
+                if b != self.groups.get((src.index, dst.index)) and b:
+                    self.groups[(src.index, dst.index)] = b
+                    mods.append(group_spec(dst.index, b, self.method, self.flowcell_bytes))
+            if mods:
+                # add-groups reads "modify" lines too: one process per bridge
+                self.vs.ofctl("add-groups", f"b{src.index}", "-",
+                              input="".join(f"modify {m}\n" for m in mods))
+                changed += len(mods)
+        ev = dict(cause=cause, fabric_s=t1 - t0, groups_s=time.monotonic() - t1, groups_changed=changed)
+        self.events.append(ev)
+        return ev

@@ -1,0 +1,153 @@
+"""testbed/presto.py without a VM: shadow MACs, group lines, the
+controller's tables, pruning and weights after a link fails or degrades."""
+import os
+import re
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "testbed"))
+
+import fabric  # noqa: E402
+import presto  # noqa: E402
+
+
+def test_shadow_macs_are_distinct_and_tree_0_is_the_real_mac():
+    macs = {presto.shadow_mac(h, t) for h in range(1, 17) for t in range(0, 5)}
+    assert len(macs) == 16 * 5
+    fab = plan(fabric.Topology())
+    for h in fab.hosts.values():
+        assert presto.shadow_mac(h.index, 0) == h.mac
+    with pytest.raises(ValueError):
+        presto.shadow_mac(0, 1)
+    with pytest.raises(ValueError):
+        presto.shadow_mac(1, 256)
+
+
+def test_group_line_selects_the_flowcell_algorithm_and_size():
+    g = presto.group_spec(5, [(1, 100), (2, 50)])
+    assert g.startswith("group_id=5,type=select,selection_method=dp_hash,selection_method_param=0x200010000,")
+    assert "bucket=bucket_id:1,weight:100,actions=set_field:02:dc:01:00:00:05->eth_dst,output:2" in g
+    assert "bucket=bucket_id:2,weight:50,actions=set_field:02:dc:02:00:00:05->eth_dst,output:2" in g
+    assert "selection_method_param=0x200004000" in presto.group_spec(5, [(1, 1)], flowcell_bytes=16384)
+    h = presto.group_spec(5, [(1, 1)], method="hash")
+    assert "selection_method=dp_hash," in h and "selection_method_param" not in h
+    with pytest.raises(ValueError):
+        presto.group_spec(5, [])
+    with pytest.raises(ValueError):
+        presto.group_spec(5, [(1, 1)], method="flowlet")
+
+
+def plan(topo, mode="ecmp"):
+    fab = fabric.Fabric.__new__(fabric.Fabric)
+    fab.topo, fab.mode, fab.subflows = topo, mode, 8
+    fab.hosts, fab.switches, fab.links = {}, [], []
+    fab.down, fab.rates = set(), {}
+    fab._plan()
+    return fab
+
+
+def test_presto_wiring_puts_a_vswitch_between_host_and_leaf():
+    fab = plan(fabric.Topology(), mode="presto")
+    h1 = fab.hosts["h1"]
+    assert ("h1", "eth0", "vs", "v1") in fab.links
+    assert ("vs", "u1", h1.leaf, "h1") in fab.links
+    assert not any(a == "h1" and b == h1.leaf for a, _, b, _ in fab.links)
+    assert fab.l2 and fab.vswitched
+    assert not plan(fabric.Topology()).vswitched
+
+
+class FakeVS:
+    def __init__(self):
+        self.calls = []
+
+    def ofctl(self, cmd, bridge, *args, input=None):
+        self.calls.append((cmd, bridge, args, input))
+
+
+class FakeL2(fabric.Controller):
+    def install_many(self, entries):
+        self.entries = list(entries)
+
+
+def controller(mode="presto"):
+    fab = plan(fabric.Topology(), mode=mode)
+    fab.controller = FakeL2(fab)
+    vs = FakeVS()
+    pc = presto.PrestoController(fab, vs, method="flowcell" if mode == "presto" else "hash")
+    pc.install()
+    return fab, vs, pc
+
+
+def test_install_gives_every_host_a_group_per_destination_over_every_tree():
+    fab, vs, pc = controller()
+    # fabric entries: one per host per tree
+    assert len(fab.controller.entries) == 16 * 4
+    assert ("02:dc:03:00:00:07", "h7", 3) in fab.controller.entries
+    groups = {b: inp for cmd, b, _, inp in vs.calls if cmd == "add-groups"}
+    flows = {b: inp for cmd, b, _, inp in vs.calls if cmd == "add-flows"}
+    assert set(groups) == set(flows) == {f"b{i}" for i in range(1, 17)}
+    lines = groups["b1"].strip().split("\n")
+    assert len(lines) == 15
+    for line in lines:
+        assert len(re.findall(r"bucket=bucket_id:(\d)", line)) == 4
+        assert "weight:100" in line
+    f1 = flows["b1"]
+    assert "in_port=1,dl_dst=02:dc:00:00:00:09,actions=group:9" in f1
+    assert "in_port=2,dl_dst=02:dc:02:00:00:01,actions=set_field:02:dc:00:00:00:01->eth_dst,output:1" in f1
+    assert "dl_dst=02:dc:00:00:00:01,actions=group" not in f1
+
+
+def test_ecmp_baseline_uses_the_stock_hash():
+    _, vs, _ = controller("l2ecmp")
+    g = [inp for cmd, b, _, inp in vs.calls if cmd == "add-groups"][0]
+    assert "selection_method=dp_hash," in g and "selection_method_param" not in g
+
+
+def test_a_cut_link_prunes_its_tree_for_the_pairs_that_cross_it():
+    fab, vs, pc = controller()
+    vs.calls.clear()
+    fab.down.add(frozenset({("l1", "s2"), ("s2", "l1")}))
+    ev = pc.link_changed(cause="l1:s2 down")
+    # h1..h4 sit under l1: their groups towards the 12 hosts elsewhere
+    # lose tree 2; the other 12 hosts' groups towards h1..h4 too
+    assert ev["groups_changed"] == 4 * 12 + 12 * 4
+    assert pc.groups[(1, 9)] == [(1, 100), (3, 100), (4, 100)]
+    assert pc.groups[(9, 2)] == [(1, 100), (3, 100), (4, 100)]
+    assert pc.groups[(1, 2)] == [(t, 100) for t in (1, 2, 3, 4)]      # same leaf
+    assert pc.groups[(5, 9)] == [(t, 100) for t in (1, 2, 3, 4)]      # neither leaf is l1
+    mods = "".join(inp for cmd, b, _, inp in vs.calls)
+    assert all(line.startswith("modify group_id=") for line in mods.strip().split("\n"))
+    assert ev["fabric_s"] >= 0 and ev["groups_s"] >= 0
+
+
+def test_a_degraded_link_gives_the_weighted_sequence():
+    fab, vs, pc = controller()
+    fab.rates[frozenset({"l1", "s2"})] = 5.0
+    pc.link_changed(cause="l1:s2 5 Mbit/s")
+    # Sec. 3.3: .25/.5/.25 style weights follow the bottleneck capacity
+    assert pc.groups[(1, 9)] == [(1, 100), (2, 50), (3, 100), (4, 100)]
+    assert "bucket=bucket_id:2,weight:50," in "".join(inp for _, _, _, inp in vs.calls)
+
+
+def test_shadow_macs_stay_on_their_tree_when_it_is_cut():
+    fab = plan(fabric.Topology(), mode="presto")
+    moved = []
+
+    class L2(fabric.Controller):
+        def install_many(self, entries):
+            entries = list(entries)
+            moved.extend(entries)
+            for mac, host, tree in entries:
+                self.installed[mac] = (host, tree)
+
+    fab.controller = L2(fab)
+    fab.controller.install_baseline()
+    pc = presto.PrestoController(fab, FakeVS())
+    pc.install()
+    moved.clear()
+    fab.down.add(frozenset({("l1", "s2"), ("s2", "l1")}))
+    pc.link_changed()
+    # only real MACs on tree 2 move (h2, h6, h10, h14: index - 1 mod 4 == 1)
+    assert sorted(m for m, _, _ in moved) == sorted(presto.shadow_mac(i, 0) for i in (2, 6, 10, 14))
