@@ -122,7 +122,7 @@ class VSwitch:
     def __init__(self, fab, root=None):
         self.fab = fab
         self.prog = ovs_programs(root)
-        self.dir = os.environ.get("DCNET_OVS_RUNDIR", "/tmp/dcnet-ovs")
+        self.dir = os.path.join(os.environ.get("DCNET_OVS_RUNDIR", "/tmp"), f"dcnet-ovs-{fab.prefix}")
         shutil.rmtree(self.dir, ignore_errors=True)
         os.makedirs(self.dir)
         self.env = dict(os.environ, OVS_RUNDIR=self.dir, OVS_LOGDIR=self.dir, OVS_DBDIR=self.dir,
