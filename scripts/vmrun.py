@@ -137,12 +137,23 @@ def vng_binary():
     sys.exit("vmrun: vng not found (run 'make deps')")
 
 
+# The caller's DCNET_* settings the guest's tests read (DCNET_KUNIT,
+# DCNET_TEST_TIMEOUT, DCNET_TESTBED_QUICK, ...) reach the guest; those
+# this runner sets itself do not pass through.
+NOT_PASSED = ("DCNET_OUT", "DCNET_TC", "DCNET_CLOCK", "DCNET_VNG", "DCNET_9P_CACHE", "DCNET_VM_ACCEL")
+
+
+def passed_env(env):
+    return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in sorted(env.items())
+                   if k.startswith("DCNET_") and k not in NOT_PASSED and k.replace("_", "").isalnum())
+
+
 GUEST_SCRIPT = """#!/bin/sh
 # written by scripts/vmrun.py
 export DCNET_OUT={out}
 export PATH={venv}/bin:$PATH
 export DCNET_TC={tc}
-cd {root}
+{passed}cd {root}
 echo "dcnet guest: $(uname -r) $(nproc) cpus" > {out}/guest.log
 {log}
 dmesg > {out}/dmesg.txt 2>&1
@@ -186,6 +197,7 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real"):
         f.write(GUEST_SCRIPT.format(out=shlex.quote(out), root=shlex.quote(ROOT),
                                     tc=shlex.quote(tc if os.path.exists(tc) else "tc"),
                                     venv=shlex.quote(os.path.join(ROOT, ".venv")),
+                                    passed=passed_env(os.environ),
                                     log=(LOG_VIRTUAL if clock == "virtual" else LOG_REAL).format(
                                         out=shlex.quote(out), cmd=" ".join(shlex.quote(c) for c in cmd))))
     os.chmod(script, 0o755)

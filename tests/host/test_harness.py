@@ -212,3 +212,10 @@ def test_console_splat_fails_the_run(tmp_path, monkeypatch):
                    memory="1G", verbose=False)
     assert (tmp_path / "out" / "status").read_text().strip() == "0"
     assert rc == 1
+
+
+def test_dcnet_settings_reach_the_guest_but_not_the_runners_own():
+    s = vmrun.passed_env({"DCNET_KUNIT": "", "DCNET_TEST_TIMEOUT": "60", "DCNET_OUT": "/x",
+                          "DCNET_CLOCK": "real", "DCNET_BAD-NAME": "1", "HOME": "/root",
+                          "DCNET_X": "a b; rm -rf /"})
+    assert s == "export DCNET_KUNIT=''\nexport DCNET_TEST_TIMEOUT=60\nexport DCNET_X='a b; rm -rf /'\n"
