@@ -24,7 +24,7 @@ see the GSO trap in ENVIRONMENT.md.
 Forwarding modes:
   ecmp   every switch routes (IPv4 and IPv6); leaves spread over all
          spines with multipath routes hashed on the 5-tuple
-         (fib_multipath_hash_policy 1); a cut link is taken out of the
+         (fib_multipath_hash_policy 3, fields 0x37); a cut link is taken out of the
          leaves' routes at once
   mptcp  the ecmp fabric, and hosts run MPTCP with `subflows` subflows
          (one per extra address, ip mptcp endpoints)
@@ -314,8 +314,15 @@ class Fabric:
         with netns(ns):
             sysctl("net.ipv4.ip_forward", 1)
             sysctl("net.ipv6.conf.all.forwarding", 1)
-            sysctl("net.ipv4.fib_multipath_hash_policy", 1)
-            sysctl("net.ipv6.fib_multipath_hash_policy", 1)
+            # policy 3 with the 5-tuple's fields, not policy 1: policy 1
+            # takes a forwarded skb's L4 hash when it has one, and a
+            # veth keeps the sending socket's hash, a random number
+            # per connection (sk_txhash), so placement changed per boot
+            # whatever the seed and ports (a real switch sees no such
+            # hash); 0x37 = src/dst address, protocol, src/dst port
+            for fam in ("ipv4", "ipv6"):
+                sysctl(f"net.{fam}.fib_multipath_hash_policy", 3)
+                sysctl(f"net.{fam}.fib_multipath_hash_fields", 0x37)
             if self.hash_seed is not None:
                 sysctl("net.ipv4.fib_multipath_hash_seed", self.hash_seed)
             sysctl("net.ipv6.conf.default.accept_dad", 0)

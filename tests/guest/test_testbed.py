@@ -13,6 +13,7 @@ import os
 import re
 import select
 import socket
+import struct
 import sys
 import threading
 import time
@@ -41,8 +42,8 @@ slow_in_debug_guest = pytest.mark.skipif(
 def fabrics():
     made = []
 
-    def make(topo, mode="ecmp", prefix="tt"):
-        fab = Fabric(topo, mode=mode, prefix=f"{prefix}{len(made)}")
+    def make(topo, mode="ecmp", prefix="tt", **kw):
+        fab = Fabric(topo, mode=mode, prefix=f"{prefix}{len(made)}", **kw)
         made.append(fab)
         return fab
 
@@ -166,6 +167,46 @@ def test_ecmp_spreads_flows_over_spines(fabrics):
     d = spread(fab, False)
     print(f"IPv4 address hashing: packets per uplink of l1: {d}")
     assert max(d.values()) > 0.95 * sum(d.values()), d
+
+
+def test_ecmp_placement_is_the_5_tuples_alone(fabrics):
+    """the same 5-tuple takes the same spine on every connection: the
+    fabric hashes packet fields (and the fixed seed), never the sending
+    socket's random hash that a veth carries along with the skb"""
+    fab = fabrics(Topology(kind="clos", spines=4, leaves=2, hosts_per_leaf=1, link_mbit=20),
+                  hash_seed=1)
+    lst = listener(fab, "h2")
+    try:
+        for v6, policy in ((False, 3), (True, 3), (False, 1)):
+            if policy == 1:
+                # the cause, shown: policy 1 follows each socket's random
+                # hash (all 6 on one spine by chance: (1/4)^5)
+                with netns(fab.ns("l1")):
+                    sysctl("net.ipv4.fib_multipath_hash_policy", 1)
+            taken = []
+            for i in range(6):
+                before = uplink_tx(fab, "l1")
+                s = client(fab, "h1", v6)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                # no TIME_WAIT: the next connection reuses the 5-tuple
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                s.bind(("::" if v6 else "0.0.0.0", 40000))
+                s.settimeout(30)
+                s.connect((fab.ip("h2", v6), PORT))
+                s.sendall(b"x" * 60000)
+                time.sleep(0.5)
+                s.close()
+                after = uplink_tx(fab, "l1")
+                d = {p: after[p] - before[p] for p in after}
+                taken.append(max(d, key=d.get))
+                assert d[taken[-1]] > 0.9 * sum(d.values()), d
+            print(f"{'IPv6' if v6 else 'IPv4'} policy {policy}: one 5-tuple, 6 connections, spines {taken}")
+            if policy == 3:
+                assert len(set(taken)) == 1, taken
+            else:
+                assert len(set(taken)) > 1, taken
+    finally:
+        lst.close()
 
 
 class Stream:
