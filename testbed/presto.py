@@ -40,29 +40,28 @@ computed from the topology (no packet-in), and ovs-ofctl's batch files
 (`add-flows`, `add-groups`, `mod-group`) give one process per bridge per
 change.
 """
+import math
 import os
 import shutil
 import subprocess
 import time
 
-# OVS_HASH_ALG_FLOWCELL of the patched kernel and Open vSwitch: the
-# algorithm rides in bits 32.. of selection_method_param, the flowcell
-# size in bytes in the low 32 bits (ofproto-dpif's group_set_selection_method).
-OVS_HASH_ALG_FLOWCELL = 2
 FLOWCELL_BYTES = 65536
 VSWITCH_MODES = ("presto", "l2ecmp")
+QUANTA = 4                      # weight resolution: quarters of the best tree
 VS = "vs"                       # the vSwitches' namespace (node name)
 PORT_VM, PORT_UP = 1, 2         # OpenFlow ports of bridge bN: vN, uN
 
+# the patched Open vSwitch as `make ovs` installs it ($BUILD/ovs-install)
 OVS_PROGRAMS = {
-    "ovs-vsctl": "utilities/ovs-vsctl",
-    "ovs-ofctl": "utilities/ovs-ofctl",
-    "ovs-appctl": "utilities/ovs-appctl",
-    "ovs-dpctl": "utilities/ovs-dpctl",
-    "ovs-vswitchd": "vswitchd/ovs-vswitchd",
-    "ovsdb-server": "ovsdb/ovsdb-server",
-    "ovsdb-tool": "ovsdb/ovsdb-tool",
-    "vswitch.ovsschema": "vswitchd/vswitch.ovsschema",
+    "ovs-vsctl": "bin/ovs-vsctl",
+    "ovs-ofctl": "bin/ovs-ofctl",
+    "ovs-appctl": "bin/ovs-appctl",
+    "ovs-dpctl": "bin/ovs-dpctl",
+    "ovsdb-tool": "bin/ovsdb-tool",
+    "ovs-vswitchd": "sbin/ovs-vswitchd",
+    "ovsdb-server": "sbin/ovsdb-server",
+    "vswitch.ovsschema": "share/openvswitch/vswitch.ovsschema",
 }
 
 
@@ -74,13 +73,13 @@ def shadow_mac(index, tree):
 
 
 def ovs_dir():
-    """where the patched Open vSwitch was built (`make ovs`): DCNET_OVS,
-    else $BUILD/ovs"""
+    """where the patched Open vSwitch is installed (`make ovs`): DCNET_OVS,
+    else $BUILD/ovs-install"""
     d = os.environ.get("DCNET_OVS")
     if d:
         return d
     build = os.environ.get("BUILD") or os.path.expanduser("~/.cache/dcnet/build")
-    return os.path.join(build, "ovs")
+    return os.path.join(build, "ovs-install")
 
 
 def ovs_programs(root=None):
@@ -89,10 +88,7 @@ def ovs_programs(root=None):
     for name, rel in OVS_PROGRAMS.items():
         p = os.path.join(root, rel)
         if not os.path.exists(p):
-            found = shutil.which(name) if not name.endswith(".ovsschema") else None
-            if not found:
-                raise FileNotFoundError(f"{name}: not in {root} (run `make ovs`, or set DCNET_OVS)")
-            p = found
+            raise FileNotFoundError(f"{name}: not in {root} (run `make ovs`, or set DCNET_OVS)")
         out[name] = p
     return out
 
@@ -103,7 +99,8 @@ def group_spec(dst_index, buckets, method="flowcell", flowcell_bytes=FLOWCELL_BY
     if not buckets:
         raise ValueError(f"group {dst_index}: no usable tree")
     if method == "flowcell":
-        sel = f"selection_method=dp_hash,selection_method_param={(OVS_HASH_ALG_FLOWCELL << 32) | flowcell_bytes:#x}"
+        # ovs-patches: the datapath's flowcell dp_hash algorithm
+        sel = f"selection_method=flowcell,flowcell_size={flowcell_bytes}"
     elif method == "hash":
         sel = "selection_method=dp_hash"
     else:
@@ -205,7 +202,7 @@ class VSwitch:
 def tree_weights(fab, src_leaf, dst_leaf, trees, spines):
     """[(tree, weight)] for traffic from src_leaf to dst_leaf: a tree's
     weight is its bottleneck rate for the pair (0: a cut link prunes it),
-    scaled so the largest is 100 (Presto Sec. 3.3's weighted sequences)"""
+    in quarters of the largest (Presto Sec. 3.3's weighted sequences)"""
     caps = []
     for t in trees:
         if src_leaf == dst_leaf or not spines:
@@ -217,7 +214,14 @@ def tree_weights(fab, src_leaf, dst_leaf, trees, spines):
     top = max((c for _, c in caps), default=0)
     if top <= 0:
         return []
-    return [(t, max(1, round(100 * c / top))) for t, c in caps if c > 0]
+    # quarters of the best tree's rate, reduced: equal trees weigh 1
+    # each, a tree at half rate 1 against 2 (OVS repeats a bucket as
+    # often as its weight in the group's round robin sequence)
+    w = [(t, max(1, round(QUANTA * c / top))) for t, c in caps if c > 0]
+    g = 0
+    for _, x in w:
+        g = math.gcd(g, x)
+    return [(t, x // g) for t, x in w]
 
 
 class PrestoController:

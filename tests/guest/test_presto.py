@@ -147,21 +147,21 @@ def test_a_cut_tree_is_pruned_and_the_flow_goes_on(plane):
     fab.set_link("l1", "s1", False)
     ev = fab.presto.events[-1]
     assert ev["groups_changed"] == 2, ev       # h1 -> h2 and h2 -> h1
-    assert fab.presto.groups[(1, 2)] == [(2, 100)]
+    assert fab.presto.groups[(1, 2)] == [(2, 1)]
     before = spine_packets(fab)
     assert transfer(fab, 2 * MB) == 2 * MB
     after = spine_packets(fab)
     assert after["s1"] - before["s1"] == 0
     fab.set_link("l1", "s1", True)
-    assert fab.presto.groups[(1, 2)] == [(1, 100), (2, 100)]
+    assert fab.presto.groups[(1, 2)] == [(1, 1), (2, 1)]
 
 
 def test_ofctl_refuses_a_bad_flowcell_size(plane):
     fab = plane("presto")
-    bad = presto.group_spec(2, [(1, 1)]).replace("0x200010000", "0x200000010")   # 16 bytes
+    bad = presto.group_spec(2, [(1, 1)]).replace("flowcell_size=65536", "flowcell_size=1023")
     p = subprocess.run([fab.vswitch.prog["ovs-ofctl"], "-O", "OpenFlow15", "mod-group", fab.vswitch.mgmt("b1"),
                         bad], capture_output=True, text=True, env=fab.vswitch.env)
-    assert p.returncode != 0 and p.stderr.strip(), p
+    assert p.returncode != 0 and "invalid flowcell size 1023" in p.stderr, p
     # the group in place is untouched
     out = fab.vswitch.ofctl("dump-groups", "b1")
-    assert "group_id=2," in out and "0x200010000" in out.replace("selection_method_param=", "")
+    assert "group_id=2," in out and "selection_method=flowcell" in out, out

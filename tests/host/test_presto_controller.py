@@ -26,11 +26,11 @@ def test_shadow_macs_are_distinct_and_tree_0_is_the_real_mac():
 
 
 def test_group_line_selects_the_flowcell_algorithm_and_size():
-    g = presto.group_spec(5, [(1, 100), (2, 50)])
-    assert g.startswith("group_id=5,type=select,selection_method=dp_hash,selection_method_param=0x200010000,")
-    assert "bucket=bucket_id:1,weight:100,actions=set_field:02:dc:01:00:00:05->eth_dst,output:2" in g
-    assert "bucket=bucket_id:2,weight:50,actions=set_field:02:dc:02:00:00:05->eth_dst,output:2" in g
-    assert "selection_method_param=0x200004000" in presto.group_spec(5, [(1, 1)], flowcell_bytes=16384)
+    g = presto.group_spec(5, [(1, 2), (2, 1)])
+    assert g.startswith("group_id=5,type=select,selection_method=flowcell,flowcell_size=65536,")
+    assert "bucket=bucket_id:1,weight:2,actions=set_field:02:dc:01:00:00:05->eth_dst,output:2" in g
+    assert "bucket=bucket_id:2,weight:1,actions=set_field:02:dc:02:00:00:05->eth_dst,output:2" in g
+    assert "flowcell_size=16384," in presto.group_spec(5, [(1, 1)], flowcell_bytes=16384)
     h = presto.group_spec(5, [(1, 1)], method="hash")
     assert "selection_method=dp_hash," in h and "selection_method_param" not in h
     with pytest.raises(ValueError):
@@ -92,7 +92,7 @@ def test_install_gives_every_host_a_group_per_destination_over_every_tree():
     assert len(lines) == 15
     for line in lines:
         assert len(re.findall(r"bucket=bucket_id:(\d)", line)) == 4
-        assert "weight:100" in line
+        assert line.count("weight:1,") == 4
     f1 = flows["b1"]
     assert "in_port=1,dl_dst=02:dc:00:00:00:09,actions=group:9" in f1
     assert "in_port=2,dl_dst=02:dc:02:00:00:01,actions=set_field:02:dc:00:00:00:01->eth_dst,output:1" in f1
@@ -113,10 +113,10 @@ def test_a_cut_link_prunes_its_tree_for_the_pairs_that_cross_it():
     # h1..h4 sit under l1: their groups towards the 12 hosts elsewhere
     # lose tree 2; the other 12 hosts' groups towards h1..h4 too
     assert ev["groups_changed"] == 4 * 12 + 12 * 4
-    assert pc.groups[(1, 9)] == [(1, 100), (3, 100), (4, 100)]
-    assert pc.groups[(9, 2)] == [(1, 100), (3, 100), (4, 100)]
-    assert pc.groups[(1, 2)] == [(t, 100) for t in (1, 2, 3, 4)]      # same leaf
-    assert pc.groups[(5, 9)] == [(t, 100) for t in (1, 2, 3, 4)]      # neither leaf is l1
+    assert pc.groups[(1, 9)] == [(1, 1), (3, 1), (4, 1)]
+    assert pc.groups[(9, 2)] == [(1, 1), (3, 1), (4, 1)]
+    assert pc.groups[(1, 2)] == [(t, 1) for t in (1, 2, 3, 4)]      # same leaf
+    assert pc.groups[(5, 9)] == [(t, 1) for t in (1, 2, 3, 4)]      # neither leaf is l1
     mods = "".join(inp for cmd, b, _, inp in vs.calls)
     assert all(line.startswith("modify group_id=") for line in mods.strip().split("\n"))
     assert ev["fabric_s"] >= 0 and ev["groups_s"] >= 0
@@ -127,8 +127,8 @@ def test_a_degraded_link_gives_the_weighted_sequence():
     fab.rates[frozenset({"l1", "s2"})] = 5.0
     pc.link_changed(cause="l1:s2 5 Mbit/s")
     # Sec. 3.3: .25/.5/.25 style weights follow the bottleneck capacity
-    assert pc.groups[(1, 9)] == [(1, 100), (2, 50), (3, 100), (4, 100)]
-    assert "bucket=bucket_id:2,weight:50," in "".join(inp for _, _, _, inp in vs.calls)
+    assert pc.groups[(1, 9)] == [(1, 2), (2, 1), (3, 2), (4, 2)]
+    assert "bucket=bucket_id:2,weight:1," in "".join(inp for _, _, _, inp in vs.calls)
 
 
 def test_shadow_macs_stay_on_their_tree_when_it_is_cut():
