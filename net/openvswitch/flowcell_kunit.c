@@ -1,0 +1,440 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* KUnit tests of Presto flowcells in the Open vSwitch datapath
+ * (flowcell.c): the flowcell decision (boundaries, a packet at or past the
+ * size, packets larger than a flowcell, the 16-bit ID wrap, consecutive
+ * hashes), the per-flow table (random start, LRU eviction at the limit,
+ * idle expiry, a lowered limit) and the payload length of a packet.
+ */
+
+#include <kunit/test.h>
+#include <linux/etherdevice.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/jiffies.h>
+#include <linux/skbuff.h>
+#include <linux/tcp.h>
+#include <net/ipv6.h>
+
+#include "flow.h"
+#include "flowcell.h"
+
+MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);
+
+#define SZ	65536U
+
+static void flowcell_size_test(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_size(0), 65536U);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_size(4096), 4096U);
+	KUNIT_EXPECT_TRUE(test, ovs_flowcell_size_valid(0));
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_size_valid(1));
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_size_valid(1023));
+	KUNIT_EXPECT_TRUE(test, ovs_flowcell_size_valid(1024));
+	KUNIT_EXPECT_TRUE(test, ovs_flowcell_size_valid(16 << 20));
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_size_valid((16 << 20) + 1));
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_size_valid(U32_MAX));
+}
+
+/* Four 16 KiB TSO skbs fill a 64 KiB flowcell exactly: the fifth starts
+ * flowcell 1.
+ */
+static void flowcell_exactly_at_size_test(struct kunit *test)
+{
+	struct ovs_flowcell_flow f = { .start = 100 };
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		KUNIT_EXPECT_FALSE(test, ovs_flowcell_advance(&f, SZ / 4, SZ));
+		KUNIT_EXPECT_EQ(test, f.cell, 0U);
+	}
+	KUNIT_EXPECT_EQ(test, f.bytes, SZ);
+	KUNIT_EXPECT_TRUE(test, ovs_flowcell_advance(&f, SZ / 4, SZ));
+	KUNIT_EXPECT_EQ(test, f.cell, 1U);
+	KUNIT_EXPECT_EQ(test, f.bytes, SZ / 4);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_id(&f), 1);
+}
+
+/* One byte short of the size keeps the flowcell open for the next packet,
+ * which then closes it (passing the size); the one after starts the next.
+ */
+static void flowcell_one_short_test(struct kunit *test)
+{
+	struct ovs_flowcell_flow f = {};
+
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_advance(&f, SZ - 1, SZ));
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_advance(&f, 1448, SZ));
+	KUNIT_EXPECT_EQ(test, f.cell, 0U);
+	KUNIT_EXPECT_EQ(test, f.bytes, SZ - 1 + 1448);
+	KUNIT_EXPECT_TRUE(test, ovs_flowcell_advance(&f, 1, SZ));
+	KUNIT_EXPECT_EQ(test, f.cell, 1U);
+	KUNIT_EXPECT_EQ(test, f.bytes, 1U);
+}
+
+/* A packet larger than a flowcell is one decision: it fills its flowcell
+ * on its own and the next packet starts a new one.
+ */
+static void flowcell_large_skb_test(struct kunit *test)
+{
+	struct ovs_flowcell_flow f = {};
+
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_advance(&f, 200000, SZ));
+	KUNIT_EXPECT_EQ(test, f.cell, 0U);
+	KUNIT_EXPECT_TRUE(test, ovs_flowcell_advance(&f, 1, SZ));
+	KUNIT_EXPECT_EQ(test, f.cell, 1U);
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_advance(&f, 200000, SZ));
+	KUNIT_EXPECT_EQ(test, f.cell, 1U);
+	KUNIT_EXPECT_TRUE(test, ovs_flowcell_advance(&f, 200000, SZ));
+	KUNIT_EXPECT_EQ(test, f.cell, 2U);
+	/* The byte count saturates instead of wrapping. */
+	f.bytes = U32_MAX - 10;
+	KUNIT_EXPECT_TRUE(test, ovs_flowcell_advance(&f, 100, SZ));
+	f.bytes = SZ - 1;
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_advance(&f, U32_MAX, SZ));
+	KUNIT_EXPECT_EQ(test, f.bytes, U32_MAX);
+}
+
+/* The hash is never 0, has bit 31 set, and consecutive flowcells take
+ * consecutive values modulo 2^31, across every wrap.
+ */
+static void flowcell_hash_test(struct kunit *test)
+{
+	static const u32 starts[] = { 0, 1, 0x7fffffff, 0x80000000, U32_MAX };
+	struct ovs_flowcell_flow f = {};
+	u32 prev, h;
+	int i, j;
+
+	f.start = 0;
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_hash(&f), 0x80000000U);
+	f.start = 0x7fffffff;
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_hash(&f), U32_MAX);
+	f.cell = 1;
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_hash(&f), 0x80000000U);
+
+	for (i = 0; i < ARRAY_SIZE(starts); i++) {
+		f.start = starts[i];
+		f.cell = 0;
+		f.bytes = 0;
+		prev = ovs_flowcell_hash(&f);
+		for (j = 0; j < 8; j++) {
+			f.bytes = SZ;
+			ovs_flowcell_advance(&f, 1, SZ);
+			h = ovs_flowcell_hash(&f);
+			KUNIT_EXPECT_NE(test, h, 0U);
+			KUNIT_EXPECT_TRUE(test, h & BIT(31));
+			KUNIT_EXPECT_EQ(test, (h - prev) & 0x7fffffff, 1U);
+			prev = h;
+		}
+	}
+}
+
+/* The receiver sees the low 16 bits of the ID: 0xffff is followed by 0,
+ * while the hash keeps counting up.
+ */
+static void flowcell_id_wrap_test(struct kunit *test)
+{
+	struct ovs_flowcell_flow f = { .start = 12345, .cell = 0xfffe,
+				       .bytes = SZ };
+	u32 h;
+
+	KUNIT_EXPECT_TRUE(test, ovs_flowcell_advance(&f, 1000, SZ));
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_id(&f), 0xffff);
+	h = ovs_flowcell_hash(&f);
+	f.bytes = SZ;
+	KUNIT_EXPECT_TRUE(test, ovs_flowcell_advance(&f, 1000, SZ));
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_id(&f), 0);
+	KUNIT_EXPECT_EQ(test, f.cell, 0x10000U);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_hash(&f), h + 1);
+	f.bytes = SZ;
+	ovs_flowcell_advance(&f, 1000, SZ);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_id(&f), 1);
+}
+
+static void key_of(struct ovs_flowcell_key *k, u32 n)
+{
+	memset(k, 0, sizeof(*k));
+	ipv6_addr_set_v4mapped(htonl(0x0a000001), &k->src);
+	ipv6_addr_set_v4mapped(htonl(0x0a000002), &k->dst);
+	k->sport = htons(40000 + n);
+	k->dport = htons(5001);
+	k->eth_type = htons(ETH_P_IP);
+	k->in_port = 1;
+}
+
+static struct ovs_flowcell_table *table(struct kunit *test, u32 limit,
+					u32 idle_msecs)
+{
+	struct ovs_flowcell_table *t;
+
+	t = ovs_flowcell_table_alloc(limit, idle_msecs);
+	KUNIT_ASSERT_NOT_NULL(test, t);
+	return t;
+}
+
+static struct ovs_flowcell_flow *find(struct ovs_flowcell_table *t, u32 n,
+				      unsigned long now, bool *created)
+{
+	struct ovs_flowcell_flow *f;
+	struct ovs_flowcell_key k;
+
+	key_of(&k, n);
+	spin_lock_bh(&t->lock);
+	f = ovs_flowcell_find(t, &k, now, GFP_ATOMIC, created);
+	spin_unlock_bh(&t->lock);
+	return f;
+}
+
+/* A new flow starts at ID 0 with a random start; the same flow finds its
+ * state again, another flow gets its own.
+ */
+static void flowcell_table_find_test(struct kunit *test)
+{
+	struct ovs_flowcell_table *t = table(test, 64, 1000);
+	struct ovs_flowcell_flow *a, *b;
+	unsigned long now = jiffies;
+	bool created, differ = false;
+	u32 first = 0;
+	int i;
+
+	a = find(t, 0, now, &created);
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	KUNIT_EXPECT_TRUE(test, created);
+	KUNIT_EXPECT_EQ(test, a->cell, 0U);
+	KUNIT_EXPECT_EQ(test, a->bytes, 0U);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_hash(a), a->start | BIT(31));
+	a->bytes = 5000;
+	b = find(t, 0, now + 1, &created);
+	KUNIT_EXPECT_PTR_EQ(test, a, b);
+	KUNIT_EXPECT_FALSE(test, created);
+	KUNIT_EXPECT_EQ(test, b->bytes, 5000U);
+	b = find(t, 1, now + 1, &created);
+	KUNIT_ASSERT_NOT_NULL(test, b);
+	KUNIT_EXPECT_TRUE(test, created);
+	KUNIT_EXPECT_PTR_NE(test, a, b);
+	KUNIT_EXPECT_EQ(test, t->count, 2U);
+
+	/* Random starts: 64 flows do not all start at the same value. */
+	for (i = 0; i < 64; i++) {
+		b = find(t, 100 + i, now + 2, &created);
+		KUNIT_ASSERT_NOT_NULL(test, b);
+		if (!i)
+			first = b->start;
+		else if (b->start != first)
+			differ = true;
+	}
+	KUNIT_EXPECT_TRUE(test, differ);
+	KUNIT_EXPECT_EQ(test, t->count, 64U);
+	KUNIT_EXPECT_EQ(test, t->stats.alloc_fails, 0ULL);
+	ovs_flowcell_table_free(t);
+}
+
+/* At the limit a new flow evicts the least recently used one (reusing
+ * its memory); a flow seen again is recent.
+ */
+static void flowcell_lru_eviction_test(struct kunit *test)
+{
+	struct ovs_flowcell_table *t = table(test, 4, 1000);
+	unsigned long now = jiffies;
+	bool created;
+	int i;
+
+	for (i = 0; i < 4; i++)
+		KUNIT_ASSERT_NOT_NULL(test, find(t, i, now, &created));
+	KUNIT_EXPECT_EQ(test, t->count, 4U);
+	find(t, 0, now + 1, &created);		/* 0 is recent again */
+	KUNIT_EXPECT_FALSE(test, created);
+	find(t, 4, now + 2, &created);		/* evicts 1 */
+	KUNIT_EXPECT_TRUE(test, created);
+	KUNIT_EXPECT_EQ(test, t->count, 4U);
+	KUNIT_EXPECT_EQ(test, t->stats.evictions, 1ULL);
+	KUNIT_EXPECT_EQ(test, t->stats.expired, 0ULL);
+	for (i = 0; i < 5; i++) {
+		if (i == 1)
+			continue;
+		find(t, i, now + 3, &created);
+		KUNIT_EXPECT_FALSE(test, created);
+	}
+	/* Seen in the order 0 2 3 4: 0 is the least recent now. */
+	find(t, 1, now + 4, &created);		/* back, evicting 0 */
+	KUNIT_EXPECT_TRUE(test, created);
+	KUNIT_EXPECT_EQ(test, t->stats.evictions, 2ULL);
+	KUNIT_EXPECT_EQ(test, t->count, 4U);
+	find(t, 4, now + 5, &created);
+	KUNIT_EXPECT_FALSE(test, created);
+	find(t, 0, now + 5, &created);		/* evicts 2 */
+	KUNIT_EXPECT_TRUE(test, created);
+	KUNIT_EXPECT_EQ(test, t->stats.evictions, 3ULL);
+	find(t, 3, now + 6, &created);
+	KUNIT_EXPECT_FALSE(test, created);
+	find(t, 2, now + 6, &created);
+	KUNIT_EXPECT_TRUE(test, created);
+	ovs_flowcell_table_free(t);
+}
+
+/* Flows idle longer than the timeout are freed, least recently used
+ * first; a flow seen again before its collection restarts.
+ */
+static void flowcell_idle_expiry_test(struct kunit *test)
+{
+	struct ovs_flowcell_table *t = table(test, 16, 100);
+	unsigned long now = jiffies, idle = t->idle;
+	struct ovs_flowcell_flow *f;
+	bool created;
+	int i;
+
+	for (i = 0; i < 3; i++)
+		find(t, i, now, &created);
+	spin_lock_bh(&t->lock);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_expire(t, now + idle, 64), 0U);
+	spin_unlock_bh(&t->lock);
+	find(t, 0, now + idle / 2 + 1, &created);	/* 0 stays busy */
+	spin_lock_bh(&t->lock);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_expire(t, now + idle + 1, 1), 1U);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_expire(t, now + idle + 1, 64), 1U);
+	KUNIT_EXPECT_EQ(test, t->count, 1U);
+	KUNIT_EXPECT_EQ(test, t->stats.expired, 2ULL);
+	spin_unlock_bh(&t->lock);
+
+	/* Flow 0, idle but not collected, starts over when seen again. */
+	f = find(t, 0, now + idle / 2 + 1, &created);
+	f->cell = 7;
+	f->bytes = 1000;
+	f = find(t, 0, now + idle / 2 + 1 + idle + 1, &created);
+	KUNIT_EXPECT_TRUE(test, created);
+	KUNIT_EXPECT_EQ(test, f->cell, 0U);
+	KUNIT_EXPECT_EQ(test, f->bytes, 0U);
+	KUNIT_EXPECT_EQ(test, t->count, 1U);
+	KUNIT_EXPECT_EQ(test, t->stats.expired, 3ULL);
+	ovs_flowcell_table_free(t);
+}
+
+/* A lower limit evicts down to it at once, keeping the most recent. */
+static void flowcell_set_limits_test(struct kunit *test)
+{
+	struct ovs_flowcell_table *t = table(test, 8, 1000);
+	unsigned long now = jiffies;
+	bool created;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		find(t, i, now + i, &created);
+	spin_lock_bh(&t->lock);
+	ovs_flowcell_set_limits(t, 3, 1000);
+	spin_unlock_bh(&t->lock);
+	KUNIT_EXPECT_EQ(test, t->count, 3U);
+	KUNIT_EXPECT_EQ(test, t->stats.evictions, 5ULL);
+	for (i = 5; i < 8; i++) {
+		find(t, i, now + 8, &created);
+		KUNIT_EXPECT_FALSE(test, created);
+	}
+	/* Out-of-range values are clamped. */
+	spin_lock_bh(&t->lock);
+	ovs_flowcell_set_limits(t, 0, 0);
+	spin_unlock_bh(&t->lock);
+	KUNIT_EXPECT_EQ(test, t->limit, 1U);
+	KUNIT_EXPECT_EQ(test, t->idle_msecs, (u32)OVS_FLOWCELL_IDLE_MSECS_MIN);
+	KUNIT_EXPECT_EQ(test, t->count, 1U);
+	ovs_flowcell_table_free(t);
+}
+
+/* eth + IPv4/IPv6 + TCP (doff 8) + @payload bytes + @pad bytes of
+ * Ethernet padding, with its flow key.
+ */
+static struct sk_buff *make_pkt(struct kunit *test, struct sw_flow_key *key,
+				bool v6, u8 proto, unsigned int payload,
+				unsigned int pad)
+{
+	unsigned int iphlen = v6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr);
+	unsigned int thlen = 32;
+	struct sk_buff *skb;
+	struct tcphdr *th;
+	struct ethhdr *eth;
+
+	skb = alloc_skb(128 + payload + pad, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, skb);
+	eth = skb_put_zero(skb, ETH_HLEN);
+	eth->h_proto = htons(v6 ? ETH_P_IPV6 : ETH_P_IP);
+	skb_reset_mac_header(skb);
+	skb_set_network_header(skb, ETH_HLEN);
+	if (v6) {
+		struct ipv6hdr *ip6h = skb_put_zero(skb, iphlen);
+
+		ip6h->version = 6;
+		ip6h->payload_len = htons(thlen + payload);
+		ip6h->nexthdr = proto;
+	} else {
+		struct iphdr *iph = skb_put_zero(skb, iphlen);
+
+		iph->version = 4;
+		iph->ihl = 5;
+		iph->tot_len = htons(iphlen + thlen + payload);
+		iph->protocol = proto;
+	}
+	skb_set_transport_header(skb, ETH_HLEN + iphlen);
+	th = skb_put_zero(skb, thlen);
+	th->doff = thlen / 4;
+	skb_put_zero(skb, payload + pad);
+
+	memset(key, 0, sizeof(*key));
+	key->mac_proto = MAC_PROTO_ETHERNET;
+	key->eth.type = eth->h_proto;
+	key->ip.proto = proto;
+	key->ip.frag = OVS_FRAG_TYPE_NONE;
+	return skb;
+}
+
+static void flowcell_payload_test(struct kunit *test)
+{
+	struct sw_flow_key *key = kunit_kzalloc(test, sizeof(*key), GFP_KERNEL);
+	struct sk_buff *skb;
+
+	KUNIT_ASSERT_NOT_NULL(test, key);
+	skb = make_pkt(test, key, false, IPPROTO_TCP, 1000, 0);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_payload(skb, key), 1000U);
+	key->ip.frag = OVS_FRAG_TYPE_FIRST;
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_payload(skb, key), 0U);
+	kfree_skb(skb);
+
+	/* A pure ACK padded to the Ethernet minimum carries no payload. */
+	skb = make_pkt(test, key, false, IPPROTO_TCP, 0, 6);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_payload(skb, key), 0U);
+	kfree_skb(skb);
+	skb = make_pkt(test, key, false, IPPROTO_TCP, 10, 20);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_payload(skb, key), 10U);
+	kfree_skb(skb);
+
+	skb = make_pkt(test, key, true, IPPROTO_TCP, 1400, 0);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_payload(skb, key), 1400U);
+	/* IPv6 payload length 0 (BIG TCP): up to the end of the skb. */
+	ipv6_hdr(skb)->payload_len = 0;
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_payload(skb, key), 1400U);
+	kfree_skb(skb);
+
+	skb = make_pkt(test, key, true, IPPROTO_UDP, 1400, 0);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_payload(skb, key), 0U);
+	kfree_skb(skb);
+}
+
+static struct kunit_case openvswitch_flowcell_cases[] = {
+	KUNIT_CASE(flowcell_size_test),
+	KUNIT_CASE(flowcell_exactly_at_size_test),
+	KUNIT_CASE(flowcell_one_short_test),
+	KUNIT_CASE(flowcell_large_skb_test),
+	KUNIT_CASE(flowcell_hash_test),
+	KUNIT_CASE(flowcell_id_wrap_test),
+	KUNIT_CASE(flowcell_table_find_test),
+	KUNIT_CASE(flowcell_lru_eviction_test),
+	KUNIT_CASE(flowcell_idle_expiry_test),
+	KUNIT_CASE(flowcell_set_limits_test),
+	KUNIT_CASE(flowcell_payload_test),
+	{}
+};
+
+static struct kunit_suite openvswitch_flowcell_suite = {
+	.name = "openvswitch_flowcell",
+	.test_cases = openvswitch_flowcell_cases,
+};
+
+kunit_test_suite(openvswitch_flowcell_suite);
+
+MODULE_DESCRIPTION("KUnit tests for Open vSwitch flowcells (Presto)");
+MODULE_LICENSE("GPL");

@@ -1,0 +1,342 @@
+"""Presto's flowcells in the kernel's Open vSwitch datapath, without Open
+vSwitch userspace: the tests speak generic netlink to net/openvswitch
+themselves (a datapath of their own, OVS_PACKET_CMD_EXECUTE with the
+actions hash(flowcell, size) + userspace(our socket)) and read back, per
+packet, the dp_hash of the flow key and the packet as the actions left it.
+
+They show: consecutive flowcells of a TCP flow (IPv4 and IPv6) take
+consecutive hash values with bit 31 set, a TSO-sized packet is one
+decision, the flowcell ID is in the low 16 bits of the source MAC; pure
+ACKs and UDP take the L4 hash, unmodified; the counters in
+OVS_DP_ATTR_FLOWCELL; the flow limit with LRU eviction; idle flows freed;
+bad sizes and malformed attributes refused (with an extack message).
+"""
+import errno
+import os
+import select
+import socket
+import struct
+import subprocess
+import time
+
+import pytest
+
+NETLINK_GENERIC = 16
+SOL_NETLINK = 270
+NETLINK_CAP_ACK = 10
+NETLINK_EXT_ACK = 11
+NLM_F_REQUEST, NLM_F_ACK = 1, 4
+NLMSG_ERROR, NLMSG_DONE = 2, 3
+NLM_F_ACK_TLVS = 0x200
+NLMSGERR_ATTR_MSG = 1
+GENL_ID_CTRL, CTRL_CMD_GETFAMILY, CTRL_ATTR_FAMILY_ID, CTRL_ATTR_FAMILY_NAME = 0x10, 3, 1, 2
+NLA_TYPE_MASK = 0x3fff
+
+# include/uapi/linux/openvswitch.h (6.12 + kernel-patches/0008)
+OVS_DP_CMD_NEW, OVS_DP_CMD_DEL, OVS_DP_CMD_GET, OVS_DP_CMD_SET = 1, 2, 3, 4
+OVS_DP_ATTR_NAME, OVS_DP_ATTR_UPCALL_PID, OVS_DP_ATTR_USER_FEATURES = 1, 2, 5
+OVS_DP_ATTR_FLOWCELL = 10
+(OVS_FLOWCELL_ATTR_PAD, OVS_FLOWCELL_ATTR_LIMIT, OVS_FLOWCELL_ATTR_IDLE_MSECS,
+ OVS_FLOWCELL_ATTR_FLOWS, OVS_FLOWCELL_ATTR_PACKETS, OVS_FLOWCELL_ATTR_BYTES,
+ OVS_FLOWCELL_ATTR_CELLS, OVS_FLOWCELL_ATTR_EVICTIONS, OVS_FLOWCELL_ATTR_EXPIRED,
+ OVS_FLOWCELL_ATTR_ALLOC_FAILS, OVS_FLOWCELL_ATTR_FALLBACKS) = range(1, 12)
+FLOWCELL_NAMES = {
+    OVS_FLOWCELL_ATTR_LIMIT: "limit", OVS_FLOWCELL_ATTR_IDLE_MSECS: "idle_msecs",
+    OVS_FLOWCELL_ATTR_FLOWS: "flows", OVS_FLOWCELL_ATTR_PACKETS: "packets",
+    OVS_FLOWCELL_ATTR_BYTES: "bytes", OVS_FLOWCELL_ATTR_CELLS: "cells",
+    OVS_FLOWCELL_ATTR_EVICTIONS: "evictions", OVS_FLOWCELL_ATTR_EXPIRED: "expired",
+    OVS_FLOWCELL_ATTR_ALLOC_FAILS: "alloc_fails", OVS_FLOWCELL_ATTR_FALLBACKS: "fallbacks",
+}
+OVS_PACKET_CMD_ACTION, OVS_PACKET_CMD_EXECUTE = 2, 3
+OVS_PACKET_ATTR_PACKET, OVS_PACKET_ATTR_KEY, OVS_PACKET_ATTR_ACTIONS = 1, 2, 3
+OVS_KEY_ATTR_IN_PORT, OVS_KEY_ATTR_DP_HASH = 3, 19
+OVS_ACTION_ATTR_USERSPACE, OVS_ACTION_ATTR_HASH = 2, 8
+OVS_USERSPACE_ATTR_PID = 1
+OVS_HASH_ALG_L4, OVS_HASH_ALG_FLOWCELL = 0, 2
+OVS_DP_F_UNALIGNED = 1 << 0
+
+SRC_MAC = bytes.fromhex("02000000aabb")
+DST_MAC = bytes.fromhex("020000000002")
+PAYLOAD = 1000
+
+
+class NetlinkError(OSError):
+    def __init__(self, err, msg):
+        super().__init__(err, f"{os.strerror(err)}: {msg}")
+        self.extack = msg
+
+
+def nla(t, payload):
+    n = 4 + len(payload)
+    return struct.pack("=HH", n, t) + payload + b"\0" * (-n % 4)
+
+
+def u32(t, v):
+    return nla(t, struct.pack("=I", v))
+
+
+def attrs(buf):
+    out, off = {}, 0
+    while off + 4 <= len(buf):
+        n, t = struct.unpack_from("=HH", buf, off)
+        if n < 4:
+            break
+        out[t & NLA_TYPE_MASK] = buf[off + 4:off + n]
+        off += (n + 3) & ~3
+    return out
+
+
+class Genl:
+    def __init__(self):
+        self.s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_GENERIC)
+        self.s.bind((0, 0))
+        self.s.setsockopt(SOL_NETLINK, NETLINK_CAP_ACK, 1)
+        self.s.setsockopt(SOL_NETLINK, NETLINK_EXT_ACK, 1)
+        self.portid = self.s.getsockname()[0]
+        self.seq = 0
+        self.families = {}
+
+    def close(self):
+        self.s.close()
+
+    def request(self, family, cmd, body, hdr=b"", version=1):
+        self.seq += 1
+        payload = struct.pack("=BBH", cmd, version, 0) + hdr + body
+        self.s.send(struct.pack("=IHHII", 16 + len(payload), family,
+                                NLM_F_REQUEST | NLM_F_ACK, self.seq, 0) + payload)
+        replies = []
+        while True:
+            data = self.s.recv(1 << 16)
+            off = 0
+            while off < len(data):
+                n, t, flags, seq, _ = struct.unpack_from("=IHHII", data, off)
+                msg = data[off + 16:off + n]
+                off += (n + 3) & ~3
+                if seq != self.seq:
+                    continue
+                if t == NLMSG_ERROR:
+                    err = -struct.unpack_from("=i", msg)[0]
+                    if not err:
+                        return replies
+                    text = ""
+                    if flags & NLM_F_ACK_TLVS:
+                        m = attrs(msg[20:]).get(NLMSGERR_ATTR_MSG, b"")
+                        text = m.rstrip(b"\0").decode()
+                    raise NetlinkError(err, text)
+                if t == NLMSG_DONE:
+                    return replies
+                replies.append(msg[4:])
+
+    def family(self, name):
+        if name not in self.families:
+            (reply,) = self.request(GENL_ID_CTRL, CTRL_CMD_GETFAMILY,
+                                    nla(CTRL_ATTR_FAMILY_NAME, name.encode() + b"\0"))
+            self.families[name] = struct.unpack("=H", attrs(reply)[CTRL_ATTR_FAMILY_ID][:2])[0]
+        return self.families[name]
+
+
+def csum(data):
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+
+
+def tcp_packet(v6=False, sport=40000, payload=PAYLOAD, proto=6, pad=0):
+    if proto == 6:
+        l4 = struct.pack("!HHIIBBHHH", sport, 5001, 1, 1, 5 << 4, 0x18, 1000, 0, 0)
+    else:
+        l4 = struct.pack("!HHHH", sport, 5001, 8 + payload, 0)
+    l4 += b"x" * payload
+    if v6:
+        ip = struct.pack("!IHBB", 6 << 28, len(l4), proto, 64)
+        ip += bytes.fromhex("fd000000000000000000000000000001")
+        ip += bytes.fromhex("fd000000000000000000000000000002")
+        eth_type = 0x86dd
+    else:
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(l4), 1, 0, 64, proto, 0,
+                         socket.inet_aton("10.0.0.1"), socket.inet_aton("10.0.0.2"))
+        ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+        eth_type = 0x0800
+    return DST_MAC + SRC_MAC + struct.pack("!H", eth_type) + ip + l4 + b"\0" * pad
+
+
+class Datapath:
+    """A datapath of our own and a second socket for the upcalls."""
+
+    def __init__(self, name):
+        self.nl = Genl()
+        self.up = Genl()
+        self.name = name
+        self.dpf = self.nl.family("ovs_datapath")
+        self.pkf = self.nl.family("ovs_packet")
+        (reply,) = self.nl.request(
+            self.dpf, OVS_DP_CMD_NEW,
+            nla(OVS_DP_ATTR_NAME, name.encode() + b"\0") + u32(OVS_DP_ATTR_UPCALL_PID, 0)
+            + u32(OVS_DP_ATTR_USER_FEATURES, OVS_DP_F_UNALIGNED),
+            hdr=struct.pack("=i", 0), version=2)
+        self.ifindex = struct.unpack_from("=i", reply)[0]
+
+    def close(self):
+        try:
+            self.nl.request(self.dpf, OVS_DP_CMD_DEL, b"", hdr=struct.pack("=i", self.ifindex))
+        finally:
+            self.nl.close()
+            self.up.close()
+
+    def hdr(self):
+        return struct.pack("=i", self.ifindex)
+
+    def flowcell(self):
+        (reply,) = self.nl.request(self.dpf, OVS_DP_CMD_GET, b"", hdr=self.hdr(), version=2)
+        nest = attrs(attrs(reply[4:])[OVS_DP_ATTR_FLOWCELL])
+        out = {}
+        for t, v in nest.items():
+            if t in FLOWCELL_NAMES:
+                out[FLOWCELL_NAMES[t]] = struct.unpack("=Q" if len(v) == 8 else "=I", v)[0]
+        return out
+
+    def set_flowcell(self, body):
+        self.nl.request(self.dpf, OVS_DP_CMD_SET, nla(OVS_DP_ATTR_FLOWCELL, body),
+                        hdr=self.hdr(), version=2)
+
+    def execute(self, packet, alg=OVS_HASH_ALG_FLOWCELL, basis=4096):
+        """The (dp_hash, packet) the hash action leaves, seen by userspace()."""
+        actions = nla(OVS_ACTION_ATTR_HASH, struct.pack("=II", alg, basis))
+        actions += nla(OVS_ACTION_ATTR_USERSPACE, u32(OVS_USERSPACE_ATTR_PID, self.up.portid))
+        self.nl.request(self.pkf, OVS_PACKET_CMD_EXECUTE,
+                        nla(OVS_PACKET_ATTR_PACKET, packet)
+                        + nla(OVS_PACKET_ATTR_KEY, u32(OVS_KEY_ATTR_IN_PORT, 0))
+                        + nla(OVS_PACKET_ATTR_ACTIONS, actions),
+                        hdr=self.hdr())
+        r, _, _ = select.select([self.up.s], [], [], 10)
+        assert r, "no upcall from the userspace() action"
+        data = self.up.s.recv(1 << 17)
+        n, t = struct.unpack_from("=IH", data)
+        assert t == self.pkf
+        assert data[16] == OVS_PACKET_CMD_ACTION
+        a = attrs(data[20 + 4:n])
+        key = attrs(a[OVS_PACKET_ATTR_KEY])
+        return struct.unpack("=I", key[OVS_KEY_ATTR_DP_HASH])[0], a[OVS_PACKET_ATTR_PACKET]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def openvswitch():
+    subprocess.run(["modprobe", "openvswitch"], check=True)
+
+
+@pytest.fixture
+def dp():
+    d = Datapath("fcdp0")
+    yield d
+    d.close()
+
+
+def cell_of(packet):
+    assert packet[6:10] == SRC_MAC[:4], "only the source MAC's low 16 bits may change"
+    return struct.unpack("!H", packet[10:12])[0]
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_flowcells_consecutive_hashes_and_mac(dp, v6):
+    # 4096-byte flowcells of 1000-byte packets: the fifth packet passes
+    # 4096 bytes, the sixth starts flowcell 1.
+    seen = [dp.execute(tcp_packet(v6)) for _ in range(12)]
+    cells = [cell_of(p) for _, p in seen]
+    assert cells == [0] * 5 + [1] * 5 + [2] * 2
+    hashes = [h for h, _ in seen]
+    assert all(h & 0x80000000 for h in hashes)
+    h0 = hashes[0]
+    for h, c in zip(hashes, cells):
+        assert (h - h0) & 0x7fffffff == c
+    # Everything but the source MAC's low bytes is untouched.
+    for _, p in seen:
+        assert p[:10] == tcp_packet(v6)[:10] and p[12:] == tcp_packet(v6)[12:]
+    # A TSO-sized packet (one skb, 20000 bytes of payload) is one decision:
+    # it ends flowcell 2 on its own; the next packet starts flowcell 3.
+    big = [dp.execute(tcp_packet(v6, payload=20000)) for _ in range(2)]
+    assert [cell_of(p) for _, p in big] == [2, 3]
+    fc = dp.flowcell()
+    assert fc["flows"] == 1
+    assert fc["packets"] == 14
+    assert fc["bytes"] == 12 * PAYLOAD + 2 * 20000
+    assert fc["cells"] == 4
+    assert fc["fallbacks"] == 0
+    assert fc["limit"] == 8192
+
+
+def test_other_packets_take_the_l4_hash_unmodified(dp):
+    # A pure ACK padded to the Ethernet minimum, UDP: not flowcell packets.
+    for pkt in (tcp_packet(payload=0, pad=6), tcp_packet(proto=17)):
+        h, p = dp.execute(pkt)
+        assert p == pkt
+        h_l4, _ = dp.execute(pkt, alg=OVS_HASH_ALG_L4, basis=4096)
+        assert h == h_l4
+    fc = dp.flowcell()
+    assert fc["fallbacks"] == 2
+    assert fc["flows"] == 0 and fc["packets"] == 0
+
+
+def test_flows_are_separate_and_the_limit_evicts_lru(dp):
+    dp.set_flowcell(u32(OVS_FLOWCELL_ATTR_LIMIT, 2))
+    assert dp.flowcell()["limit"] == 2
+    for sport in (1, 2, 1, 3):          # 3 evicts 2, the least recently used
+        dp.execute(tcp_packet(sport=sport, payload=3000))
+    fc = dp.flowcell()
+    assert fc["flows"] == 2
+    assert fc["evictions"] == 1
+    # Flow 1 kept its state (its second packet passed 4096 bytes: the third
+    # starts flowcell 1); flow 2 starts over at flowcell 0.
+    assert cell_of(dp.execute(tcp_packet(sport=1, payload=3000))[1]) == 1
+    assert cell_of(dp.execute(tcp_packet(sport=2, payload=3000))[1]) == 0
+    assert dp.flowcell()["evictions"] == 2
+
+
+def test_idle_flows_are_freed(dp):
+    dp.set_flowcell(u32(OVS_FLOWCELL_ATTR_IDLE_MSECS, 50))
+    for sport in range(3):
+        dp.execute(tcp_packet(sport=sport))
+    deadline = time.monotonic() + 10
+    while dp.flowcell()["flows"] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    fc = dp.flowcell()
+    assert fc["flows"] == 0
+    assert fc["expired"] == 3
+    assert fc["idle_msecs"] == 50
+
+
+def test_bad_flowcell_sizes_are_refused(dp):
+    for basis in (1, 1023, (16 << 20) + 1, 0xffffffff):
+        with pytest.raises(OSError) as e:
+            dp.execute(tcp_packet(), basis=basis)
+        assert e.value.errno == errno.EINVAL
+    for basis in (0, 1024, 16 << 20):
+        dp.execute(tcp_packet(), basis=basis)
+
+
+@pytest.mark.parametrize("body, message", [
+    (u32(OVS_FLOWCELL_ATTR_LIMIT, 0), "range"),
+    (u32(OVS_FLOWCELL_ATTR_LIMIT, (1 << 20) + 1), "range"),
+    (u32(OVS_FLOWCELL_ATTR_IDLE_MSECS, 1), "range"),
+    (nla(OVS_FLOWCELL_ATTR_LIMIT, b"\1\0"), ""),
+    (nla(OVS_FLOWCELL_ATTR_FLOWS, struct.pack("=Q", 5)), "Read-only"),
+    (nla(OVS_FLOWCELL_ATTR_FALLBACKS + 1, b"\0\0\0\0"), ""),
+], ids=["limit-0", "limit-too-big", "idle-too-short", "short-u32", "read-only", "unknown"])
+def test_malformed_attributes_are_refused(dp, body, message):
+    before = dp.flowcell()
+    with pytest.raises(NetlinkError) as e:
+        dp.set_flowcell(body)
+    assert e.value.errno == errno.EINVAL
+    assert e.value.extack, "an extack message says why"
+    assert message in e.value.extack
+    assert dp.flowcell() == before
+
+
+def test_datapath_deleted_with_flows():
+    d = Datapath("fcdp1")
+    for sport in range(50):
+        d.execute(tcp_packet(sport=sport))
+    assert d.flowcell()["flows"] == 50
+    d.close()
