@@ -7,6 +7,10 @@
 #   scripts/ovs.sh check [TESTSUITEFLAGS...]
 #                              build, then OVS's own testsuite with those flags
 #                              (default: the keyword 'flowcell')
+#   scripts/ovs.sh devtree DIR a git repository in DIR: the pristine source as
+#                              one commit, then one commit per patch (git am)
+#   scripts/ovs.sh export DIR  the commits of DIR after the first back into
+#                              ovs-patches/ (git format-patch) and its series
 #
 # Layout under $BUILD (the same build cache as the kernel's):
 #   ovs-pristine/   the unpacked tarball, never modified
@@ -142,6 +146,37 @@ check() {
 	make -C "$OBJ" -j"$JOBS" -s check TESTSUITEFLAGS="${flags[*]} -j$JOBS"
 }
 
+devtree() {
+	local dir=${1:?usage: $0 devtree DIR}
+	[ ! -e "$dir" ] || die "$dir exists"
+	ensure_pristine
+	cp -a "$PRISTINE" "$dir"
+	rm -f "$dir/.stamp"
+	git -C "$dir" init -q
+	git -C "$dir" add -A -f .
+	git -C "$dir" -c user.name=pristine -c user.email=pristine@invalid \
+		commit -q -m "Open vSwitch $(version) ($(basename "$TARBALL"))"
+	local p
+	for p in $(series_patches); do
+		git -C "$dir" am -q --keep-cr "$PATCHES/$p" || die "git am $p failed in $dir"
+	done
+	log "$dir: $(git -C "$dir" rev-list --count HEAD) commits; edit, commit, then: $0 export $dir"
+}
+
+export_series() {
+	local dir=${1:?usage: $0 export DIR}
+	local base
+	base=$(git -C "$dir" rev-list --max-parents=0 HEAD)
+	rm -f "$PATCHES"/*.patch
+	git -C "$dir" format-patch -q --no-numbered --zero-commit --no-signature -o "$PATCHES" "$base..HEAD"
+	{
+		sed -n '/^#/p' "$PATCHES/series"
+		(cd "$PATCHES" && ls -- *.patch)
+	} >"$PATCHES/series.new"
+	mv "$PATCHES/series.new" "$PATCHES/series"
+	log "exported $(series_patches | wc -l) patches to $PATCHES"
+}
+
 # One build at a time per build cache.
 mkdir -p "$BUILD"
 exec 9>"$BUILD/.ovs.lock"
@@ -154,5 +189,7 @@ prepare) prepare ;;
 build) build ;;
 check) check "$@" ;;
 version) ensure_pristine; version ;;
-*) die "usage: $0 [prepare|build|check [TESTSUITEFLAGS...]|version]" ;;
+devtree) devtree "$@" ;;
+export) export_series "$@" ;;
+*) die "usage: $0 [prepare|build|check [TESTSUITEFLAGS...]|devtree DIR|export DIR|version]" ;;
 esac
