@@ -1,7 +1,8 @@
 """Open vSwitch userspace (ovs-patches/): the series is well formed, and
 OVS's own testsuite passes the tests of the flowcell select groups
-(keyword 'flowcell': tests/odp.at and tests/ofproto-dpif.at, run on the
-userspace datapath) in the build made by `make ovs` (scripts/ovs.sh)."""
+(keyword 'flowcell': tests/odp.at, tests/ofp-print.at and
+tests/ofproto-dpif.at, the last on the userspace datapath) in the build
+made by `make ovs` (scripts/ovs.sh)."""
 import os
 import re
 import subprocess
@@ -15,6 +16,7 @@ PATCHES = os.path.join(ROOT, "ovs-patches")
 # The tests the patches add, by name; each must run and pass.
 EXPECTED = [
     "OVS datapath actions parsing and formatting - flowcell hash",
+    "NXT_GROUP_MOD add - flowcell selection method",
     "ofproto-dpif - select group with flowcell selection method",
     "ofproto-dpif - select group with weighted flowcells",
     "ofproto-dpif - select group with dp_hash flowcell algorithm",
