@@ -103,4 +103,5 @@ clean:
 	@$(MAKE) -s -C testbed/tools clean
 
 distclean: clean
-	rm -rf $(BUILD)/obj-debug $(BUILD)/obj-release $(BUILD)/linux $(VENV)
+	rm -rf $(BUILD)/obj-debug $(BUILD)/obj-release $(BUILD)/linux $(VENV) \
+		$(BUILD)/ovs $(BUILD)/ovs-src $(BUILD)/ovs-install
