@@ -20,7 +20,7 @@ PY := $(VENV)/bin/python
 REPEAT ?= 1
 
 .PHONY: all deps kernel kernel-debug kernel-release tools demo check check-host \
-	check-guest bench-d2tcp bench-htb bench-fastlane iproute2 series checkpatch clean distclean help \
+	check-guest bench-d2tcp bench-htb bench-fastlane iproute2 ovs series checkpatch clean distclean help \
 	testbed testbed-physical-selftest
 
 all: deps kernel-release tools demo testbed
@@ -47,17 +47,22 @@ tools: iproute2
 iproute2:
 	@scripts/iproute2.sh
 
+# Open vSwitch 3.1 with ovs-patches/ applied, built in $(BUILD)/ovs and
+# installed in $(BUILD)/ovs-install (scripts/ovs.sh).
+ovs: deps
+	@scripts/ovs.sh build
+
 # The default demonstration: D2TCP against DCTCP on the paper's deadline
 # microbenchmark (Fig. 6), scaled, on the release kernel.
 demo: tools
 	@$(PY) bench/d2tcp.py --kernel $(BUILD)/obj-release --out $(RESULTS)/demo --only fig6 --repeat $(REPEAT)
 	@echo "demo report: $(RESULTS)/demo/report.md"
 
-check: deps kernel-debug tools
+check: deps kernel-debug tools ovs
 	@scripts/check.sh
 
 # The host-side part of `make check` only (no kernel build, no VM).
-check-host: deps tools
+check-host: deps tools ovs
 	@scripts/check.sh --host-only
 
 bench-d2tcp: deps kernel-release tools
@@ -98,4 +103,5 @@ clean:
 	@$(MAKE) -s -C testbed/tools clean
 
 distclean: clean
-	rm -rf $(BUILD)/obj-debug $(BUILD)/obj-release $(BUILD)/linux $(VENV)
+	rm -rf $(BUILD)/obj-debug $(BUILD)/obj-release $(BUILD)/linux $(VENV) \
+		$(BUILD)/ovs $(BUILD)/ovs-src $(BUILD)/ovs-install
