@@ -190,8 +190,11 @@ def class_counters(lab):
     for c in out:
         for k in ("ecn_ce_marked", "ecn_ece_marked", "rwnd_rewrites"):
             v = c.get(k)
-            if v is None and isinstance(c.get("xstats"), dict):
-                v = c["xstats"].get(k)
+            # u64 attributes of the class's options since issue 21; the
+            # xstats of older kernels
+            for part in ("options", "xstats"):
+                if v is None and isinstance(c.get(part), dict):
+                    v = c[part].get(k)
             if v:
                 res[k] = res.get(k, 0) + v
     qd = json.loads(sh(f"{TC} -s -j qdisc show dev rx", lab.sw))

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* KUnit tests of the pure parts of HTB's congestion signals
- * (sch_htb_ecn.h): the threshold decision, the receive window a flow is
- * held to, its encoding in a scaled 16-bit window field, and the parsing
- * of the window scale option out of untrusted TCP options.
+/* KUnit tests of HTB's congestion signals (sch_htb_ecn.h): the threshold
+ * decision, the receive window a flow is held to, its encoding in a scaled
+ * 16-bit window field, the parsing of the window scale option out of
+ * untrusted TCP options, the packet parser, and the flow table with the
+ * ACK handler on real skbs (IPv4 and IPv6, CHECKSUM_COMPLETE).
  */
 
 #include <kunit/test.h>
+#include <linux/skbuff.h>
+#include <net/ip6_checksum.h>
 #include "sch_htb_ecn.h"
 
 static void htb_ecn_threshold(struct kunit *test)
@@ -124,6 +127,441 @@ static void htb_ecn_wscale_option(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, htb_ecn_parse_wscale(linux_syn, 0), -1);
 }
 
+
+/* ------------------------------------------------------ packets and ACKs */
+
+#define T_LPORT		40000
+#define T_RPORT		5001
+#define T_CLASSID	0x10010
+#define T_MSS		1448
+
+struct t_pkt {
+	bool	v6;
+	bool	out;		/* sent by this host (else from the peer) */
+	u8	flags;		/* TCPHDR_* */
+	u32	seq, ack;
+	u16	win;
+	int	wscale;		/* option on a SYN, -1: none */
+	u32	payload;
+	u8	tos;
+	u8	ipproto;	/* 0: TCP */
+	bool	frag;
+	u8	doff;		/* 0: from the options */
+	u16	lport;		/* 0: T_LPORT */
+};
+
+static void t_addrs(bool v6, bool out, struct in6_addr *src,
+		    struct in6_addr *dst)
+{
+	struct in6_addr l, r;
+
+	if (v6) {
+		ipv6_addr_set(&l, htonl(0xfd000001), 0, 0, htonl(1));
+		ipv6_addr_set(&r, htonl(0xfd000003), 0, 0, htonl(1));
+	} else {
+		ipv6_addr_set_v4mapped(htonl(0x0a000101), &l);
+		ipv6_addr_set_v4mapped(htonl(0x0a000301), &r);
+	}
+	*src = out ? l : r;
+	*dst = out ? r : l;
+}
+
+/* A packet as it arrives (network header at skb->data, CHECKSUM_COMPLETE
+ * as a NIC would give it) or as it is enqueued
+ */
+static struct sk_buff *t_skb(struct kunit *test, const struct t_pkt *tp)
+{
+	unsigned int olen = tp->wscale >= 0 ? 4 : 0;
+	unsigned int tcplen = sizeof(struct tcphdr) + olen + tp->payload;
+	unsigned int nhlen = tp->v6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr);
+	u16 lport = tp->lport ? : T_LPORT;
+	struct in6_addr src, dst;
+	struct sk_buff *skb;
+	struct tcphdr *th;
+	u8 *opt;
+
+	skb = alloc_skb(64 + nhlen + tcplen, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, skb);
+	skb_reserve(skb, 64);
+	skb_reset_network_header(skb);
+	t_addrs(tp->v6, tp->out, &src, &dst);
+	if (tp->v6) {
+		struct ipv6hdr *ip6 = skb_put_zero(skb, nhlen);
+
+		ip6->version = 6;
+		ipv6_change_dsfield(ip6, 0, tp->tos);
+		ip6->payload_len = htons(tcplen);
+		ip6->nexthdr = tp->ipproto ? : IPPROTO_TCP;
+		ip6->hop_limit = 64;
+		ip6->saddr = src;
+		ip6->daddr = dst;
+		skb->protocol = htons(ETH_P_IPV6);
+	} else {
+		struct iphdr *iph = skb_put_zero(skb, nhlen);
+
+		iph->version = 4;
+		iph->ihl = 5;
+		iph->tos = tp->tos;
+		iph->tot_len = htons(nhlen + tcplen);
+		iph->ttl = 64;
+		iph->protocol = tp->ipproto ? : IPPROTO_TCP;
+		iph->frag_off = tp->frag ? htons(IP_MF) : 0;
+		iph->saddr = src.s6_addr32[3];
+		iph->daddr = dst.s6_addr32[3];
+		ip_send_check(iph);
+		skb->protocol = htons(ETH_P_IP);
+	}
+	skb_set_transport_header(skb, nhlen);
+	th = skb_put_zero(skb, tcplen);
+	th->source = htons(tp->out ? lport : T_RPORT);
+	th->dest = htons(tp->out ? T_RPORT : lport);
+	th->seq = htonl(tp->seq);
+	th->ack_seq = htonl(tp->ack);
+	th->doff = tp->doff ? : (sizeof(*th) + olen) / 4;
+	((u8 *)th)[13] = tp->flags;
+	th->window = htons(tp->win);
+	if (olen) {
+		opt = (u8 *)(th + 1);
+		opt[0] = TCPOPT_NOP;
+		opt[1] = TCPOPT_WINDOW;
+		opt[2] = TCPOLEN_WINDOW;
+		opt[3] = tp->wscale;
+	}
+	if (tp->v6)
+		th->check = csum_ipv6_magic(&src, &dst, tcplen, IPPROTO_TCP,
+					    csum_partial(th, tcplen, 0));
+	else
+		th->check = csum_tcpudp_magic(src.s6_addr32[3], dst.s6_addr32[3],
+					      tcplen, IPPROTO_TCP,
+					      csum_partial(th, tcplen, 0));
+	skb->ip_summed = CHECKSUM_COMPLETE;
+	skb->csum = csum_partial(skb->data, skb->len, 0);
+	return skb;
+}
+
+/* The TCP checksum verifies, and CHECKSUM_COMPLETE's sum is the packet's */
+static void t_check_sums(struct kunit *test, struct sk_buff *skb, bool v6)
+{
+	unsigned int nhlen = v6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr);
+	unsigned int tcplen = skb->len - nhlen;
+	const struct tcphdr *th = (void *)(skb->data + nhlen);
+	__wsum sum = csum_partial(th, tcplen, 0);
+
+	if (v6)
+		KUNIT_EXPECT_EQ(test, csum_ipv6_magic(&ipv6_hdr(skb)->saddr,
+						      &ipv6_hdr(skb)->daddr,
+						      tcplen, IPPROTO_TCP, sum), 0);
+	else
+		KUNIT_EXPECT_EQ(test, csum_tcpudp_magic(ip_hdr(skb)->saddr,
+							ip_hdr(skb)->daddr,
+							tcplen, IPPROTO_TCP, sum), 0);
+	KUNIT_EXPECT_EQ(test, csum_fold(skb->csum),
+			csum_fold(csum_partial(skb->data, skb->len, 0)));
+}
+
+static const struct tcphdr *t_th(struct sk_buff *skb, bool v6)
+{
+	return (void *)(skb->data + (v6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr)));
+}
+
+static void htb_ecn_parser(struct kunit *test)
+{
+	struct htb_ecn_pkt p;
+	struct sk_buff *skb;
+	int v6;
+
+	for (v6 = 0; v6 <= 1; v6++) {
+		struct t_pkt tp = { .v6 = v6, .out = true, .flags = TCPHDR_ACK,
+				    .seq = 7, .wscale = -1, .payload = 100,
+				    .tos = INET_ECN_ECT_0 };
+		struct in6_addr src, dst;
+
+		skb = t_skb(test, &tp);
+		KUNIT_ASSERT_TRUE(test, htb_ecn_parse(skb, skb->protocol, &p));
+		t_addrs(v6, true, &src, &dst);
+		KUNIT_EXPECT_TRUE(test, ipv6_addr_equal(&p.src, &src));
+		KUNIT_EXPECT_TRUE(test, ipv6_addr_equal(&p.dst, &dst));
+		KUNIT_EXPECT_EQ(test, ntohs(p.th.source), T_LPORT);
+		KUNIT_EXPECT_EQ(test, ntohl(p.th.seq), 7U);
+		KUNIT_EXPECT_EQ(test, p.payload, 100U);
+		KUNIT_EXPECT_EQ(test, p.dsfield & INET_ECN_MASK, INET_ECN_ECT_0);
+		KUNIT_EXPECT_EQ(test, p.thoff, skb_transport_offset(skb));
+		/* the wrong protocol for the header */
+		KUNIT_EXPECT_FALSE(test, htb_ecn_parse(skb, htons(v6 ? ETH_P_IP : ETH_P_IPV6), &p));
+		/* truncated: the header claims more than is there */
+		skb_trim(skb, skb_transport_offset(skb) + 10);
+		KUNIT_EXPECT_FALSE(test, htb_ecn_parse(skb, skb->protocol, &p));
+		kfree_skb(skb);
+
+		tp.ipproto = IPPROTO_UDP;
+		skb = t_skb(test, &tp);
+		KUNIT_EXPECT_FALSE(test, htb_ecn_parse(skb, skb->protocol, &p));
+		kfree_skb(skb);
+		tp.ipproto = 0;
+		tp.doff = 4;		/* below the 20-byte header */
+		skb = t_skb(test, &tp);
+		KUNIT_EXPECT_FALSE(test, htb_ecn_parse(skb, skb->protocol, &p));
+		kfree_skb(skb);
+		tp.doff = 15;		/* options beyond the packet */
+		tp.payload = 0;
+		skb = t_skb(test, &tp);
+		KUNIT_EXPECT_FALSE(test, htb_ecn_parse(skb, skb->protocol, &p));
+		kfree_skb(skb);
+	}
+	{
+		struct t_pkt tp = { .out = true, .flags = TCPHDR_ACK, .wscale = -1,
+				    .payload = 100, .frag = true };
+
+		skb = t_skb(test, &tp);
+		KUNIT_EXPECT_FALSE(test, htb_ecn_parse(skb, skb->protocol, &p));
+		kfree_skb(skb);
+	}
+}
+
+struct t_env {
+	struct htb_ecn_table	*t;
+	struct xarray		classes;
+	struct htb_ecn_cls	cls;
+};
+
+static void t_env_init(struct kunit *test, struct t_env *e, u8 mode,
+		       u32 flows, u32 ttl_ms)
+{
+	e->t = htb_ecn_table_alloc(flows, ttl_ms, 1);
+	KUNIT_ASSERT_NOT_NULL(test, e->t);
+	xa_init(&e->classes);
+	memset(&e->cls, 0, sizeof(e->cls));
+	e->cls.classid = T_CLASSID;
+	e->cls.mode = mode;
+	e->cls.thresh = 15000;
+	KUNIT_ASSERT_EQ(test, xa_insert(&e->classes, T_CLASSID, &e->cls,
+					GFP_KERNEL), 0);
+}
+
+static void t_env_fini(struct t_env *e)
+{
+	xa_destroy(&e->classes);
+	kvfree(e->t);
+}
+
+/* a packet this host sends through the class */
+static void t_out(struct kunit *test, struct t_env *e, struct t_pkt tp)
+{
+	struct htb_ecn_pkt p;
+	struct sk_buff *skb;
+
+	tp.out = true;
+	skb = t_skb(test, &tp);
+	KUNIT_ASSERT_TRUE(test, htb_ecn_parse(skb, skb->protocol, &p));
+	local_bh_disable();
+	htb_ecn_learn(e->t, T_CLASSID, skb, &p, jiffies);
+	local_bh_enable();
+	kfree_skb(skb);
+}
+
+/* a packet from the peer, through the ACK handler; the caller frees it */
+static struct sk_buff *t_in(struct kunit *test, struct t_env *e,
+			    struct t_pkt tp)
+{
+	struct sk_buff *skb;
+
+	tp.out = false;
+	skb = t_skb(test, &tp);
+	rcu_read_lock();
+	local_bh_disable();
+	htb_ecn_ack(e->t, &e->classes, skb, jiffies);
+	local_bh_enable();
+	rcu_read_unlock();
+	return skb;
+}
+
+/* handshake with window scale options @lws (ours) and @pws (the peer's),
+ * -1 for none; @passive: the peer opens.  Then 40 segments of data.
+ */
+static void t_handshake(struct kunit *test, struct t_env *e, bool v6,
+			int lws, int pws, bool passive)
+{
+	u8 ect = e->cls.mode == TC_HTB_ECN_ECE ? INET_ECN_ECT_0 : 0;
+	int i;
+
+	if (passive) {
+		kfree_skb(t_in(test, e, (struct t_pkt){ .v6 = v6, .flags = TCPHDR_SYN,
+							.seq = 99, .win = 64240, .wscale = pws }));
+		t_out(test, e, (struct t_pkt){ .v6 = v6, .flags = TCPHDR_SYN | TCPHDR_ACK,
+					       .seq = 0, .ack = 100, .win = 64240, .wscale = lws });
+	} else {
+		t_out(test, e, (struct t_pkt){ .v6 = v6, .flags = TCPHDR_SYN,
+					       .seq = 0, .win = 64240, .wscale = lws });
+		kfree_skb(t_in(test, e, (struct t_pkt){ .v6 = v6,
+							.flags = TCPHDR_SYN | TCPHDR_ACK,
+							.seq = 99, .ack = 1, .win = 64240,
+							.wscale = pws }));
+	}
+	for (i = 0; i < 40; i++)
+		t_out(test, e, (struct t_pkt){ .v6 = v6, .flags = TCPHDR_ACK,
+					       .seq = 1 + i * T_MSS, .ack = 100,
+					       .wscale = -1, .payload = T_MSS,
+					       .tos = ect });
+}
+
+/* rwnd: the ACK's window, rewritten with the scale both SYNs agreed on */
+static void htb_ecn_ack_rwnd_scales(struct kunit *test)
+{
+	static const struct {
+		int lws, pws;
+		bool passive;
+		u8 shift;
+	} cases[] = {
+		{ 7, 7, false, 7 },	/* both scale */
+		{ 7, 7, true, 7 },	/* both scale, the peer opened */
+		{ -1, 7, false, 0 },	/* we did not offer: unscaled */
+		{ -1, 7, true, 0 },	/* ... also when the peer opened */
+		{ 7, -1, false, 0 },	/* the peer did not */
+		{ 7, -1, true, 0 },
+	};
+	unsigned int i;
+	int v6;
+
+	for (v6 = 0; v6 <= 1; v6++) {
+		for (i = 0; i < ARRAY_SIZE(cases); i++) {
+			u32 snd_max = 1 + 40 * T_MSS, ack = 1 + T_MSS, rwnd;
+			struct sk_buff *skb;
+			struct t_env e;
+			u16 want, win;
+
+			win = 60000;
+			if (cases[i].shift)
+				win = 1000;
+
+			t_env_init(test, &e, TC_HTB_ECN_RWND, 16, 10000);
+			e.cls.backlog = 60000;
+			t_handshake(test, &e, v6, cases[i].lws, cases[i].pws,
+				    cases[i].passive);
+			skb = t_in(test, &e, (struct t_pkt){ .v6 = v6, .flags = TCPHDR_ACK,
+							     .seq = 100, .ack = ack, .win = win,
+							     .wscale = -1 });
+			rwnd = htb_ecn_rwnd(snd_max - ack, 15000, 60000, T_MSS);
+			want = htb_ecn_window_field(win, rwnd, cases[i].shift);
+			KUNIT_EXPECT_LT(test, want, win);
+			KUNIT_EXPECT_EQ_MSG(test, ntohs(t_th(skb, v6)->window), want,
+					    "v6 %d case %u", v6, i);
+			KUNIT_EXPECT_EQ(test, atomic64_read(&e.cls.rwnd_rewrites), 1LL);
+			t_check_sums(test, skb, v6);
+			kfree_skb(skb);
+			/* below the threshold, not held yet: untouched */
+			e.cls.backlog = 1000;
+			skb = t_in(test, &e, (struct t_pkt){ .v6 = v6, .flags = TCPHDR_ACK,
+							     .seq = 100, .ack = ack + T_MSS,
+							     .win = win, .wscale = -1 });
+			KUNIT_EXPECT_GE(test, ntohs(t_th(skb, v6)->window), want);
+			kfree_skb(skb);
+			t_env_fini(&e);
+		}
+	}
+}
+
+/* a flow whose handshake was not seen is left alone by rwnd */
+static void htb_ecn_ack_rwnd_unknown_scale(struct kunit *test)
+{
+	struct sk_buff *skb;
+	struct t_env e;
+	int i;
+
+	t_env_init(test, &e, TC_HTB_ECN_RWND, 16, 10000);
+	e.cls.backlog = 60000;
+	for (i = 0; i < 10; i++)
+		t_out(test, &e, (struct t_pkt){ .flags = TCPHDR_ACK, .seq = 1 + i * T_MSS,
+						.wscale = -1, .payload = T_MSS });
+	skb = t_in(test, &e, (struct t_pkt){ .flags = TCPHDR_ACK, .ack = 1 + T_MSS,
+					     .win = 1000, .wscale = -1 });
+	KUNIT_EXPECT_EQ(test, ntohs(t_th(skb, false)->window), 1000);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&e.cls.rwnd_rewrites), 0LL);
+	kfree_skb(skb);
+	t_env_fini(&e);
+}
+
+/* ece: ECE on the ACKs of ECN-capable flows while over the threshold */
+static void htb_ecn_ack_ece(struct kunit *test)
+{
+	struct sk_buff *skb;
+	struct t_env e;
+	int v6;
+
+	for (v6 = 0; v6 <= 1; v6++) {
+		t_env_init(test, &e, TC_HTB_ECN_ECE, 16, 10000);
+		t_handshake(test, &e, v6, 7, 7, false);
+		e.cls.backlog = 10000;
+		skb = t_in(test, &e, (struct t_pkt){ .v6 = v6, .flags = TCPHDR_ACK,
+						     .ack = 1 + T_MSS, .win = 1000, .wscale = -1 });
+		KUNIT_EXPECT_FALSE(test, t_th(skb, v6)->ece);
+		kfree_skb(skb);
+		e.cls.backlog = 20000;
+		skb = t_in(test, &e, (struct t_pkt){ .v6 = v6, .flags = TCPHDR_ACK,
+						     .ack = 1 + 2 * T_MSS, .win = 1000,
+						     .wscale = -1 });
+		KUNIT_EXPECT_TRUE(test, t_th(skb, v6)->ece);
+		KUNIT_EXPECT_EQ(test, ntohs(t_th(skb, v6)->window), 1000);
+		KUNIT_EXPECT_EQ(test, atomic64_read(&e.cls.ece_marked), 1LL);
+		t_check_sums(test, skb, v6);
+		kfree_skb(skb);
+		t_env_fini(&e);
+	}
+}
+
+/* SYNs from the network never take a flow's entry */
+static void htb_ecn_table_unsolicited_syns(struct kunit *test)
+{
+	struct htb_ecn_bucket *b;
+	struct in6_addr l, r;
+	struct t_env e;
+	int i;
+
+	t_env_init(test, &e, TC_HTB_ECN_RWND, 16, 10000);
+	t_handshake(test, &e, false, 7, 7, false);
+	for (i = 0; i < 2000; i++)
+		kfree_skb(t_in(test, &e, (struct t_pkt){ .flags = TCPHDR_SYN,
+							 .lport = 1 + i, .wscale = 7 }));
+	t_addrs(false, true, &l, &r);
+	b = htb_ecn_bucket(e.t, &l, &r, htons(T_LPORT), htons(T_RPORT));
+	KUNIT_EXPECT_NOT_NULL(test, htb_ecn_find(b, &l, &r, htons(T_LPORT),
+						 htons(T_RPORT)));
+	KUNIT_EXPECT_EQ(test, atomic64_read(&e.t->evictions), 0LL);
+	t_env_fini(&e);
+}
+
+/* a full table evicts the least recently used flow, and counts it; a flow
+ * idle beyond the ttl gives its entry up without counting
+ */
+static void htb_ecn_table_evictions(struct kunit *test)
+{
+	struct t_env e;
+	int i;
+
+	t_env_init(test, &e, TC_HTB_ECN_ECE, 16, 60000);
+	for (i = 0; i < 40; i++)
+		t_out(test, &e, (struct t_pkt){ .flags = TCPHDR_SYN, .lport = 1000 + i,
+						.wscale = 7 });
+	KUNIT_EXPECT_GE(test, atomic64_read(&e.t->evictions), 24LL);
+	t_env_fini(&e);
+
+	t_env_init(test, &e, TC_HTB_ECN_ECE, 16, 1);
+	for (i = 0; i < 40; i++) {
+		struct t_pkt tp = { .out = true, .flags = TCPHDR_SYN,
+				    .lport = 1000 + i, .wscale = 7 };
+		struct htb_ecn_pkt p;
+		struct sk_buff *skb = t_skb(test, &tp);
+
+		KUNIT_ASSERT_TRUE(test, htb_ecn_parse(skb, skb->protocol, &p));
+		/* each packet a second after the one before */
+		local_bh_disable();
+		htb_ecn_learn(e.t, T_CLASSID, skb, &p, jiffies + i * HZ);
+		local_bh_enable();
+		kfree_skb(skb);
+	}
+	KUNIT_EXPECT_EQ(test, atomic64_read(&e.t->evictions), 0LL);
+	t_env_fini(&e);
+}
+
 static struct kunit_case htb_ecn_test_cases[] = {
 	KUNIT_CASE(htb_ecn_threshold),
 	KUNIT_CASE(htb_ecn_rwnd_scales_to_threshold),
@@ -131,6 +569,12 @@ static struct kunit_case htb_ecn_test_cases[] = {
 	KUNIT_CASE(htb_ecn_rwnd_held),
 	KUNIT_CASE(htb_ecn_window_field_encoding),
 	KUNIT_CASE(htb_ecn_wscale_option),
+	KUNIT_CASE(htb_ecn_parser),
+	KUNIT_CASE(htb_ecn_ack_rwnd_scales),
+	KUNIT_CASE(htb_ecn_ack_rwnd_unknown_scale),
+	KUNIT_CASE(htb_ecn_ack_ece),
+	KUNIT_CASE(htb_ecn_table_unsolicited_syns),
+	KUNIT_CASE(htb_ecn_table_evictions),
 	{}
 };
 
