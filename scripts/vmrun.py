@@ -142,6 +142,7 @@ GUEST_SCRIPT = """#!/bin/sh
 export DCNET_OUT={out}
 export PATH={venv}/bin:$PATH
 export DCNET_TC={tc}
+export DCNET_SS={ss}
 cd {root}
 echo "dcnet guest: $(uname -r) $(nproc) cpus" > {out}/guest.log
 {log}
@@ -183,8 +184,10 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real"):
         build = os.environ.get("BUILD") or os.path.join(
             os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "dcnet", "build")
         tc = os.path.join(build, "iproute2", "tc", "tc")
+        ss = os.path.join(build, "iproute2", "misc", "ss")
         f.write(GUEST_SCRIPT.format(out=shlex.quote(out), root=shlex.quote(ROOT),
                                     tc=shlex.quote(tc if os.path.exists(tc) else "tc"),
+                                    ss=shlex.quote(ss if os.path.exists(ss) else "ss"),
                                     venv=shlex.quote(os.path.join(ROOT, ".venv")),
                                     log=(LOG_VIRTUAL if clock == "virtual" else LOG_REAL).format(
                                         out=shlex.quote(out), cmd=" ".join(shlex.quote(c) for c in cmd))))
