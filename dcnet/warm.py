@@ -36,9 +36,9 @@ def prewarm(extra=(), verbose=True):
     t0 = time.monotonic()
     files = set()
     names = list(TOOLS) + list(extra)
-    tc = os.environ.get("DCNET_TC")
-    if tc:
-        names.append(tc)
+    for var in ("DCNET_TC", "DCNET_SS"):
+        if os.environ.get(var):
+            names.append(os.environ[var])
     for n in names:
         path = n if os.path.isabs(n) else shutil.which(n)
         if not path or not os.path.exists(path):
@@ -102,9 +102,10 @@ def install(extra=(), verbose=True):
     os.makedirs(libdir, exist_ok=True)
     tools = {}
     names = list(extra) + list(BOX_TOOLS)
-    tc = os.environ.get("DCNET_TC")
-    if tc and os.path.isabs(tc):
-        names.insert(0, tc)         # the project's tc is the box's "tc"
+    for var in ("DCNET_TC", "DCNET_SS"):
+        tool = os.environ.get(var)
+        if tool and os.path.isabs(tool):
+            names.insert(0, tool)   # the project's tc (ss) is the box's "tc" ("ss")
     libs = set()
     for n in names:
         path = n if os.path.isabs(n) else shutil.which(n, path=os.environ.get("PATH", "").replace(bindir + ":", ""))
@@ -142,8 +143,10 @@ def install(extra=(), verbose=True):
     os.environ.pop("LANGUAGE", None)
     if not os.environ.get("PATH", "").startswith(bindir + ":"):
         os.environ["PATH"] = bindir + ":" + os.environ.get("PATH", "")
-    if tc and "tc" in tools:
+    if os.environ.get("DCNET_TC") and "tc" in tools:
         os.environ["DCNET_TC"] = tools["tc"]
+    if os.environ.get("DCNET_SS") and "ss" in tools:
+        os.environ["DCNET_SS"] = tools["ss"]
     if verbose:
         print(f"toolbox: {len(tools)} tools, {len(os.listdir(libdir))} libraries in {BOX} "
               f"({time.monotonic() - t0:.1f} s)", flush=True)

@@ -140,7 +140,7 @@ def vng_binary():
 # The caller's DCNET_* settings the guest's tests read (DCNET_KUNIT,
 # DCNET_TEST_TIMEOUT, DCNET_TESTBED_QUICK, ...) reach the guest; those
 # this runner sets itself do not pass through.
-NOT_PASSED = ("DCNET_OUT", "DCNET_TC", "DCNET_CLOCK", "DCNET_VNG", "DCNET_9P_CACHE", "DCNET_VM_ACCEL")
+NOT_PASSED = ("DCNET_OUT", "DCNET_TC", "DCNET_SS", "DCNET_CLOCK", "DCNET_VNG", "DCNET_9P_CACHE", "DCNET_VM_ACCEL")
 
 
 def passed_env(env):
@@ -153,6 +153,7 @@ GUEST_SCRIPT = """#!/bin/sh
 export DCNET_OUT={out}
 export PATH={venv}/bin:$PATH
 export DCNET_TC={tc}
+export DCNET_SS={ss}
 {passed}cd {root}
 echo "dcnet guest: $(uname -r) $(nproc) cpus" > {out}/guest.log
 {log}
@@ -194,8 +195,10 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real"):
         build = os.environ.get("BUILD") or os.path.join(
             os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "dcnet", "build")
         tc = os.path.join(build, "iproute2", "tc", "tc")
+        ss = os.path.join(build, "iproute2", "misc", "ss")
         f.write(GUEST_SCRIPT.format(out=shlex.quote(out), root=shlex.quote(ROOT),
                                     tc=shlex.quote(tc if os.path.exists(tc) else "tc"),
+                                    ss=shlex.quote(ss if os.path.exists(ss) else "ss"),
                                     venv=shlex.quote(os.path.join(ROOT, ".venv")),
                                     passed=passed_env(os.environ),
                                     log=(LOG_VIRTUAL if clock == "virtual" else LOG_REAL).format(

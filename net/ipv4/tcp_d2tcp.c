@@ -4,17 +4,29 @@
  * Balajee Vamanan, Jahangir Hasan, T. N. Vijaykumar:
  * "Deadline-Aware Datacenter TCP (D2TCP)", SIGCOMM 2012.
  *
- * D2TCP is DCTCP with the window reduction bent by the flow's deadline:
- * alpha is DCTCP's EWMA of the fraction of CE-marked packets, and on ECN
- * feedback (once per window of data, through TCP's CWR state) the window
- * becomes W * (1 - p / 2) with the gamma correction
+ * D2TCP is DCTCP with the window reduction bent by the flow's deadline.
+ * Everything but the reduction is DCTCP's own code, from tcp_dctcp.c
+ * (Daniel Borkmann, Florian Westphal, Glenn Judd; after the prototype of
+ * Abdul Kabbani, Masato Yasuda and Mohammad Alizadeh), which exports it
+ * for this module: alpha, the EWMA (g = 1/2^tcp_dctcp.dctcp_shift_g) of
+ * the fraction of CE-marked packets per window of data, the CE state
+ * machine of the receiver, the reaction to loss, PLB and the Reno
+ * fallback without ECN.  On ECN feedback (once per window of data,
+ * through TCP's CWR state) the window becomes W * (1 - p / 2) with the
+ * gamma correction
  *
- *	p = alpha^d,	d = Tc / D, clamped to [1/n, n],
+ *	p = alpha^d,	d = Tc / D, capped to [1/n, n],
  *
  * D the time left to the deadline and Tc = B / (3/4 W) round trips the
- * time needed for the B bytes not yet acknowledged.  Without a deadline
- * (TCP_DEADLINE not set) or once it has passed, d = 1 and D2TCP computes
+ * time needed for the B bytes not yet acknowledged.  As D goes to 0, d
+ * goes to the cap n; a flow past its deadline keeps d = n (the paper's
+ * "tighter deadlines get rounded down"; late_dctcp=1 gives such a flow
+ * d = 1 instead).  Without a deadline (TCP_DEADLINE not set), and once
+ * the declared bytes are all acknowledged, d = 1 and D2TCP computes
  * exactly DCTCP's windows.
+ *
+ * The deadline lives at TCP_CA_DEADLINE_OFFSET of the private area,
+ * after DCTCP's state (TCP_CONG_DEADLINE).
  *
  * Fixed point: alpha in 1/1024 (as DCTCP), d in 1/1024, p in 1/65536.
  * alpha^d = 2^(-d * (10 - log2(alpha))): log2 with 20 fractional bits by
@@ -36,37 +48,6 @@
 #define D2TCP_LOG_FRAC	20U	/* fractional bits of log2() */
 #define D2TCP_ONE_Q31	BIT_ULL(31)
 
-struct d2tcp {
-	u32 old_delivered;
-	u32 old_delivered_ce;
-	u32 prior_rcv_nxt;
-	u32 alpha;
-	u32 next_seq;
-	u32 ce_state;
-	u32 loss_cwnd;
-	u32 last_d;	/* d of the last window reduction, Q10 */
-	struct tcp_plb_state plb;
-};
-
-static unsigned int d2tcp_shift_g __read_mostly = 4; /* g = 1/2^4 */
-
-static int d2tcp_shift_g_set(const char *val, const struct kernel_param *kp)
-{
-	return param_set_uint_minmax(val, kp, 0, 10);
-}
-
-static const struct kernel_param_ops d2tcp_shift_g_ops = {
-	.set = d2tcp_shift_g_set,
-	.get = param_get_uint,
-};
-
-module_param_cb(shift_g, &d2tcp_shift_g_ops, &d2tcp_shift_g, 0644);
-MODULE_PARM_DESC(shift_g, "EWMA weight of alpha, g = 1/2^shift_g (default 4)");
-
-static unsigned int d2tcp_alpha_on_init __read_mostly = D2TCP_MAX_ALPHA;
-module_param_named(alpha_on_init, d2tcp_alpha_on_init, uint, 0644);
-MODULE_PARM_DESC(alpha_on_init, "initial alpha, 1024 = 1.0 (default 1024)");
-
 static unsigned int d2tcp_d_cap __read_mostly = 2;
 
 static int d2tcp_d_cap_set(const char *val, const struct kernel_param *kp)
@@ -80,7 +61,11 @@ static const struct kernel_param_ops d2tcp_d_cap_ops = {
 };
 
 module_param_cb(d_cap, &d2tcp_d_cap_ops, &d2tcp_d_cap, 0644);
-MODULE_PARM_DESC(d_cap, "n: d is clamped to [1/n, n], 1..8 (default 2; 1 makes D2TCP DCTCP)");
+MODULE_PARM_DESC(d_cap, "n: d is capped to [1/n, n], 1..8 (default 2; 1 makes D2TCP DCTCP)");
+
+static bool d2tcp_late_dctcp __read_mostly;
+module_param_named(late_dctcp, d2tcp_late_dctcp, bool, 0644);
+MODULE_PARM_DESC(late_dctcp, "past its deadline a flow takes d = 1 (DCTCP) instead of the paper's d = n (default N)");
 
 /* 2^(-2^(k - 20)) in Q31, k = 0..19 */
 static const u32 d2tcp_exp2_tab[D2TCP_LOG_FRAC] = {
@@ -139,24 +124,30 @@ VISIBLE_IF_KUNIT u32 d2tcp_gamma(u32 alpha, u32 d)
 }
 EXPORT_SYMBOL_IF_KUNIT(d2tcp_gamma);
 
-/* d = Tc / D in Q10, clamped to [1/d_cap, d_cap], where
- * Tc = B / (3/4 W) round trips of srtt_us and D = time_left_us.
+/* d = Tc / D in Q10, capped to [1/d_cap, d_cap], where
+ * Tc = B / (3/4 W) round trips of srtt_us and D = time_left_us.  As D goes
+ * to 0 (and past it) d goes to the cap.  With no bytes left to deliver
+ * the deadline has nothing more to say: d = 1.
  */
 VISIBLE_IF_KUNIT u32 d2tcp_imminence(u64 bytes_left, u64 window_bytes,
-				     u32 srtt_us, u64 time_left_us, u32 d_cap)
+				     u32 srtt_us, s64 time_left_us, u32 d_cap)
 {
 	u32 d_min, d_max;
-	u64 tc, lim, d;
+	u64 tc, lim, d, dl;
 
 	d_cap = clamp(d_cap, 1U, D2TCP_MAX_D_CAP);
 	d_min = D2TCP_D_ONE / d_cap;
 	d_max = D2TCP_D_ONE * d_cap;
-	if (!srtt_us || !time_left_us)
+	if (!bytes_left)
+		return D2TCP_D_ONE;
+	if (time_left_us <= 0)
+		return d_max;
+	if (!srtt_us)		/* no round trip measured: no Tc either */
 		return D2TCP_D_ONE;
 
 	bytes_left = min_t(u64, bytes_left, TCP_DEADLINE_MAX_BYTES);
 	window_bytes = clamp_t(u64, window_bytes, 1, TCP_DEADLINE_MAX_BYTES);
-	time_left_us = min_t(u64, time_left_us, TCP_DEADLINE_MAX_US);
+	dl = min_t(u64, time_left_us, TCP_DEADLINE_MAX_US);
 
 	/* Tc in round trips, Q10: B * 4 / (3 W); B < 2^49, so B << 12 fits */
 	tc = div64_u64(bytes_left << (D2TCP_D_SHIFT + 2), 3 * window_bytes);
@@ -164,10 +155,10 @@ VISIBLE_IF_KUNIT u32 d2tcp_imminence(u64 bytes_left, u64 window_bytes,
 	/* d = Tc * srtt / D; saturate before the product can overflow:
 	 * d_max * D < 2^13 * 2^32.
 	 */
-	lim = div64_u64((u64)d_max * time_left_us, srtt_us);
+	lim = div64_u64((u64)d_max * dl, srtt_us);
 	if (tc >= lim)
 		return d_max;
-	d = div64_u64(tc * srtt_us, time_left_us);
+	d = div64_u64(tc * srtt_us, dl);
 	return clamp_t(u64, d, d_min, d_max);
 }
 EXPORT_SYMBOL_IF_KUNIT(d2tcp_imminence);
@@ -181,19 +172,16 @@ VISIBLE_IF_KUNIT u32 d2tcp_reduced_cwnd(u32 cwnd, u32 p)
 }
 EXPORT_SYMBOL_IF_KUNIT(d2tcp_reduced_cwnd);
 
-/* The socket's deadline imminence factor now */
-static u32 d2tcp_sk_imminence(const struct sock *sk)
+/* The deadline imminence factor of @sk at @now_us */
+static u32 d2tcp_sk_imminence(const struct sock *sk, u64 now_us)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
 	s64 time_left;
 	u64 bytes;
 
-	if (!tcp_deadline_left(tp, tp->tcp_mstamp, &time_left, &bytes))
+	if (!tcp_deadline_left(sk, now_us, &time_left, &bytes))
 		return D2TCP_D_ONE;
-	/* A flow past its deadline is treated as a flow without one: a late
-	 * flow that keeps pushing only makes other flows late as well.
-	 */
-	if (time_left <= 0)
+	if (time_left <= 0 && bytes && READ_ONCE(d2tcp_late_dctcp))
 		return D2TCP_D_ONE;
 	return d2tcp_imminence(bytes, (u64)tcp_snd_cwnd(tp) * tp->mss_cache,
 			       tp->srtt_us >> 3, time_left,
@@ -202,36 +190,14 @@ static u32 d2tcp_sk_imminence(const struct sock *sk)
 
 static struct tcp_congestion_ops d2tcp_reno;
 
-static void d2tcp_reset(const struct tcp_sock *tp, struct d2tcp *ca)
-{
-	ca->next_seq = tp->snd_nxt;
-
-	ca->old_delivered = tp->delivered;
-	ca->old_delivered_ce = tp->delivered_ce;
-}
-
 static void d2tcp_init(struct sock *sk)
 {
-	const struct tcp_sock *tp = tcp_sk(sk);
-
-	if ((tp->ecn_flags & TCP_ECN_OK) ||
-	    (sk->sk_state == TCP_LISTEN ||
-	     sk->sk_state == TCP_CLOSE)) {
-		struct d2tcp *ca = inet_csk_ca(sk);
-
-		ca->prior_rcv_nxt = tp->rcv_nxt;
-		ca->alpha = min(d2tcp_alpha_on_init, D2TCP_MAX_ALPHA);
-		ca->loss_cwnd = 0;
-		ca->ce_state = 0;
-		ca->last_d = D2TCP_D_ONE;
-
-		d2tcp_reset(tp, ca);
-		tcp_plb_init(sk, &ca->plb);
+	if (dctcp_ca_init(sk))
 		return;
-	}
 
 	/* No ECN support? Fall back to Reno, as DCTCP does, and clear the
-	 * ECT set on the socket during the handshake.
+	 * ECT set on the socket during the handshake.  The fallback is
+	 * D2TCP's own, so that the module reference stays this module's.
 	 */
 	WRITE_ONCE(inet_csk(sk)->icsk_ca_ops, &d2tcp_reno);
 	INET_ECN_dontxmit(sk);
@@ -239,147 +205,73 @@ static void d2tcp_init(struct sock *sk)
 
 static u32 d2tcp_ssthresh(struct sock *sk)
 {
-	struct d2tcp *ca = inet_csk_ca(sk);
+	struct dctcp *ca = inet_csk_ca(sk);
 	struct tcp_sock *tp = tcp_sk(sk);
-	u32 d = d2tcp_sk_imminence(sk);
-
-	WRITE_ONCE(ca->last_d, d);
-	ca->loss_cwnd = tcp_snd_cwnd(tp);
-	return d2tcp_reduced_cwnd(tcp_snd_cwnd(tp), d2tcp_gamma(ca->alpha, d));
-}
-
-static void d2tcp_update_alpha(struct sock *sk, u32 flags)
-{
-	const struct tcp_sock *tp = tcp_sk(sk);
-	struct d2tcp *ca = inet_csk_ca(sk);
-
-	/* Once per window of data */
-	if (!before(tp->snd_una, ca->next_seq)) {
-		u32 delivered = tp->delivered - ca->old_delivered;
-		u32 delivered_ce = tp->delivered_ce - ca->old_delivered_ce;
-		u32 alpha = ca->alpha;
-		u32 ce_ratio = 0;
-
-		if (delivered > 0) {
-			if (delivered_ce > 0)
-				ce_ratio = (delivered_ce << TCP_PLB_SCALE) / delivered;
-			tcp_plb_update_state(sk, &ca->plb, (int)ce_ratio);
-			tcp_plb_check_rehash(sk, &ca->plb);
-		}
-
-		/* alpha = (1 - g) * alpha + g * F */
-		alpha -= min_not_zero(alpha, alpha >> d2tcp_shift_g);
-		if (delivered_ce) {
-			delivered_ce <<= (D2TCP_ALPHA_SHIFT - d2tcp_shift_g);
-			delivered_ce /= max(1U, delivered);
-			alpha = min(alpha + delivered_ce, D2TCP_MAX_ALPHA);
-		}
-		/* read locklessly by d2tcp_get_info() */
-		WRITE_ONCE(ca->alpha, alpha);
-		d2tcp_reset(tp, ca);
-	}
-}
-
-static void d2tcp_react_to_loss(struct sock *sk)
-{
-	struct d2tcp *ca = inet_csk_ca(sk);
-	struct tcp_sock *tp = tcp_sk(sk);
+	u32 d = d2tcp_sk_imminence(sk, tp->tcp_mstamp);
 
 	ca->loss_cwnd = tcp_snd_cwnd(tp);
-	tp->snd_ssthresh = max(tcp_snd_cwnd(tp) >> 1U, 2U);
+	return d2tcp_reduced_cwnd(tcp_snd_cwnd(tp),
+				  d2tcp_gamma(ca->dctcp_alpha, d));
 }
 
-static void d2tcp_state(struct sock *sk, u8 new_state)
-{
-	/* Loss is answered by halving, as in DCTCP and in the paper: the
-	 * gamma correction only shapes the reaction to ECN marks.
-	 */
-	if (new_state == TCP_CA_Recovery &&
-	    new_state != inet_csk(sk)->icsk_ca_state)
-		d2tcp_react_to_loss(sk);
-}
-
-static void d2tcp_cwnd_event(struct sock *sk, enum tcp_ca_event ev)
-{
-	struct d2tcp *ca = inet_csk_ca(sk);
-
-	switch (ev) {
-	case CA_EVENT_ECN_IS_CE:
-	case CA_EVENT_ECN_NO_CE:
-		dctcp_ece_ack_update(sk, ev, &ca->prior_rcv_nxt, &ca->ce_state);
-		break;
-	case CA_EVENT_LOSS:
-		tcp_plb_update_state_upon_rto(sk, &ca->plb);
-		d2tcp_react_to_loss(sk);
-		break;
-	case CA_EVENT_TX_START:
-		tcp_plb_check_rehash(sk, &ca->plb);
-		break;
-	default:
-		break;
-	}
-}
-
+/* DCTCP's block (ss -ti: alpha), then d, the time to the deadline and the
+ * bytes left, in the DCTCP attribute (a longer payload: tools that know
+ * only DCTCP's struct read its first part)
+ */
 static size_t d2tcp_get_info(struct sock *sk, u32 ext, int *attr,
 			     union tcp_cc_info *info)
 {
-	const struct d2tcp *ca = inet_csk_ca(sk);
-	const struct tcp_sock *tp = tcp_sk(sk);
+	struct tcp_d2tcp_info *d2 = &info->d2tcp;
+	u64 now = tcp_clock_us();
+	s64 left;
 
-	/* Same attribute and semantics as DCTCP, so that ss -ti shows alpha */
-	if (ext & (1 << (INET_DIAG_DCTCPINFO - 1)) ||
-	    ext & (1 << (INET_DIAG_VEGASINFO - 1))) {
-		memset(&info->dctcp, 0, sizeof(info->dctcp));
-		if (READ_ONCE(inet_csk(sk)->icsk_ca_ops) != &d2tcp_reno) {
-			info->dctcp.dctcp_enabled = 1;
-			info->dctcp.dctcp_ce_state = (u16)ca->ce_state;
-			info->dctcp.dctcp_alpha = READ_ONCE(ca->alpha);
-			info->dctcp.dctcp_ab_ecn = tp->mss_cache *
-				(tp->delivered_ce - ca->old_delivered_ce);
-			info->dctcp.dctcp_ab_tot = tp->mss_cache *
-				(tp->delivered - ca->old_delivered);
-		}
+	if (!(ext & (1 << (INET_DIAG_DCTCPINFO - 1)) ||
+	      ext & (1 << (INET_DIAG_VEGASINFO - 1))))
+		return 0;
 
-		*attr = INET_DIAG_DCTCPINFO;
-		return sizeof(info->dctcp);
+	memset(d2, 0, sizeof(*d2));
+	if (READ_ONCE(inet_csk(sk)->icsk_ca_ops) != &d2tcp_reno)
+		dctcp_fill_info(sk, &d2->dctcp);
+	d2->d2tcp_d = d2tcp_sk_imminence(sk, now);
+	if (tcp_deadline_left(sk, now, &left, &d2->d2tcp_bytes_left)) {
+		d2->d2tcp_flags = TCP_DEADLINE_F_SET;
+		if (left > 0)
+			d2->d2tcp_time_left_us = left;
+		else
+			d2->d2tcp_flags |= TCP_DEADLINE_F_EXPIRED;
 	}
-	return 0;
-}
-
-static u32 d2tcp_cwnd_undo(struct sock *sk)
-{
-	const struct d2tcp *ca = inet_csk_ca(sk);
-	struct tcp_sock *tp = tcp_sk(sk);
-
-	return max(tcp_snd_cwnd(tp), ca->loss_cwnd);
+	*attr = INET_DIAG_DCTCPINFO;
+	return sizeof(*d2);
 }
 
 static struct tcp_congestion_ops d2tcp __read_mostly = {
 	.init		= d2tcp_init,
-	.in_ack_event	= d2tcp_update_alpha,
-	.cwnd_event	= d2tcp_cwnd_event,
+	.in_ack_event	= dctcp_update_alpha,
+	.cwnd_event	= dctcp_cwnd_event,
 	.ssthresh	= d2tcp_ssthresh,
 	.cong_avoid	= tcp_reno_cong_avoid,
-	.undo_cwnd	= d2tcp_cwnd_undo,
-	.set_state	= d2tcp_state,
+	.undo_cwnd	= dctcp_cwnd_undo,
+	.set_state	= dctcp_state,
 	.get_info	= d2tcp_get_info,
-	.flags		= TCP_CONG_NEEDS_ECN,
+	.flags		= TCP_CONG_NEEDS_ECN | TCP_CONG_DEADLINE,
 	.owner		= THIS_MODULE,
 	.name		= "d2tcp",
 };
 
+/* Keeps TCP_CONG_DEADLINE so that the deadline stays readable */
 static struct tcp_congestion_ops d2tcp_reno __read_mostly = {
 	.ssthresh	= tcp_reno_ssthresh,
 	.cong_avoid	= tcp_reno_cong_avoid,
 	.undo_cwnd	= tcp_reno_undo_cwnd,
 	.get_info	= d2tcp_get_info,
+	.flags		= TCP_CONG_DEADLINE,
 	.owner		= THIS_MODULE,
 	.name		= "d2tcp-reno",
 };
 
 static int __init d2tcp_register(void)
 {
-	BUILD_BUG_ON(sizeof(struct d2tcp) > ICSK_CA_PRIV_SIZE);
+	BUILD_BUG_ON(sizeof(struct dctcp) > TCP_CA_DEADLINE_OFFSET);
 	return tcp_register_congestion_control(&d2tcp);
 }
 
@@ -392,5 +284,5 @@ module_init(d2tcp_register);
 module_exit(d2tcp_unregister);
 
 MODULE_LICENSE("GPL");
-MODULE_DESCRIPTION("Deadline-Aware Datacenter TCP (D2TCP)");
+MODULE_DESCRIPTION("Deadline-Aware Datacenter TCP (D2TCP), over DCTCP");
 MODULE_ALIAS("tcp-d2tcp");

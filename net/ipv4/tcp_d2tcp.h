@@ -20,7 +20,7 @@
 #if IS_ENABLED(CONFIG_KUNIT)
 u32 d2tcp_gamma(u32 alpha, u32 d);
 u32 d2tcp_imminence(u64 bytes_left, u64 window_bytes, u32 srtt_us,
-		    u64 time_left_us, u32 d_cap);
+		    s64 time_left_us, u32 d_cap);
 u32 d2tcp_reduced_cwnd(u32 cwnd, u32 p);
 #endif
 

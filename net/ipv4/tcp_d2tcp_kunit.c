@@ -258,15 +258,23 @@ static void d2tcp_imminence_factor(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, d2tcp_imminence(750000, w, 100, 100000, 4), 256U);
 	/* n = 1: always DCTCP */
 	KUNIT_EXPECT_EQ(test, d2tcp_imminence(750000, w, 100, 100, 1), D2TCP_D_ONE);
-	/* nothing left to send: as relaxed as allowed */
-	KUNIT_EXPECT_EQ(test, d2tcp_imminence(0, w, 100, 1000, 2), 512U);
-	/* no RTT sample yet, or no time: neutral */
+	/* the declared bytes all acknowledged: DCTCP, not the hardest cut */
+	KUNIT_EXPECT_EQ(test, d2tcp_imminence(0, w, 100, 1000, 2), D2TCP_D_ONE);
+	KUNIT_EXPECT_EQ(test, d2tcp_imminence(0, w, 100, -1000, 2), D2TCP_D_ONE);
+	/* D -> 0 and past the deadline: d goes to the cap n (Sec. 3.2.3) */
+	/* 7.5 KB: Tc = 0.1 RTT = 10 us; d = 10 at D = 1 us */
+	KUNIT_EXPECT_EQ(test, d2tcp_imminence(7500, w, 100, 1, 2), 2048U);
+	KUNIT_EXPECT_EQ(test, d2tcp_imminence(7500, w, 100, 1, 8), 8192U);
+	KUNIT_EXPECT_EQ(test, d2tcp_imminence(750000, w, 100, 0, 2), 2048U);
+	KUNIT_EXPECT_EQ(test, d2tcp_imminence(750000, w, 100, -1, 2), 2048U);
+	KUNIT_EXPECT_EQ(test, d2tcp_imminence(1, w, 100, -5000000, 4), 4096U);
+	KUNIT_EXPECT_EQ(test, d2tcp_imminence(750000, w, 0, -1, 2), 2048U);
+	/* no RTT sample yet: no Tc, neutral */
 	KUNIT_EXPECT_EQ(test, d2tcp_imminence(750000, w, 0, 1000, 2), D2TCP_D_ONE);
-	KUNIT_EXPECT_EQ(test, d2tcp_imminence(750000, w, 100, 0, 2), D2TCP_D_ONE);
 	/* extremes do not overflow */
 	KUNIT_EXPECT_EQ(test, d2tcp_imminence(U64_MAX, 1, U32_MAX, 1, 8), 8192U);
-	KUNIT_EXPECT_EQ(test, d2tcp_imminence(1, U64_MAX, 1, U64_MAX, 8), 128U);
-	KUNIT_EXPECT_EQ(test, d2tcp_imminence(U64_MAX, 0, 1, U64_MAX, 8), 8192U);
+	KUNIT_EXPECT_EQ(test, d2tcp_imminence(1, U64_MAX, 1, S64_MAX, 8), 128U);
+	KUNIT_EXPECT_EQ(test, d2tcp_imminence(U64_MAX, 0, 1, S64_MAX, 8), 8192U);
 }
 
 static void d2tcp_reduction(struct kunit *test)
@@ -430,12 +438,6 @@ static void d2tcp_deadline_bends_the_cut(struct kunit *test)
 	d2tcp_test_cut(test, ska, skb, &ssa, &ssb);
 	KUNIT_EXPECT_LT(test, ssb, ssa);
 
-	/* past the deadline: DCTCP again */
-	KUNIT_ASSERT_EQ(test, d2tcp_test_set_deadline(b, 1, 10000000), 0);
-	udelay(20);
-	d2tcp_test_cut(test, ska, skb, &ssa, &ssb);
-	KUNIT_EXPECT_EQ(test, ssb, ssa);
-
 	/* cleared: DCTCP */
 	KUNIT_ASSERT_EQ(test, d2tcp_test_set_deadline(b, 0, 0), 0);
 	d2tcp_test_cut(test, ska, skb, &ssa, &ssb);
@@ -451,6 +453,134 @@ static void d2tcp_deadline_bends_the_cut(struct kunit *test)
 	sock_release(a);
 }
 
+/* D2TCP's block of the DCTCP attribute */
+static struct tcp_d2tcp_info d2tcp_test_info(struct kunit *test, struct sock *sk)
+{
+	const struct tcp_congestion_ops *ops = inet_csk(sk)->icsk_ca_ops;
+	union tcp_cc_info info = {};
+	int attr = 0;
+	size_t len;
+
+	len = ops->get_info(sk, 1 << (INET_DIAG_VEGASINFO - 1), &attr, &info);
+	KUNIT_EXPECT_EQ(test, attr, INET_DIAG_DCTCPINFO);
+	KUNIT_EXPECT_EQ(test, len, sizeof(struct tcp_d2tcp_info));
+	KUNIT_EXPECT_EQ(test, info.d2tcp.dctcp.dctcp_enabled, 1);
+	return info.d2tcp;
+}
+
+static void d2tcp_past_deadline_and_done(struct kunit *test)
+{
+	struct socket *a = d2tcp_test_socket(test, "dctcp");
+	struct socket *b = d2tcp_test_socket(test, "d2tcp");
+	struct sock *ska = a->sk, *skb = b->sk;
+	struct tcp_d2tcp_info info;
+	u32 ssa, ssb, i;
+
+	d2tcp_test_prepare(ska);
+	d2tcp_test_prepare(skb);
+	for (i = 0; i < 64; i++) {
+		d2tcp_test_step(ska, 40, 20, 100);
+		d2tcp_test_step(skb, 40, 20, 100);
+	}
+
+	info = d2tcp_test_info(test, skb);
+	KUNIT_EXPECT_EQ(test, info.d2tcp_d, D2TCP_D_ONE);
+	KUNIT_EXPECT_EQ(test, info.d2tcp_flags, 0U);
+
+	/* past the deadline: D -> 0 gives the cap, d = 2, the gentlest cut
+	 * (p = alpha^2, half of DCTCP's cut or less), not DCTCP's d = 1
+	 */
+	KUNIT_ASSERT_EQ(test, d2tcp_test_set_deadline(b, 1, 10000000), 0);
+	udelay(20);
+	d2tcp_test_cut(test, ska, skb, &ssa, &ssb);
+	KUNIT_EXPECT_GT(test, ssb, ssa);
+	KUNIT_EXPECT_LE(test, abs((int)(100 - ssb) - (int)(100 - ssa) / 2), 1);
+	info = d2tcp_test_info(test, skb);
+	KUNIT_EXPECT_EQ(test, info.d2tcp_d, 2U * D2TCP_D_ONE);
+	KUNIT_EXPECT_EQ(test, info.d2tcp_flags,
+			(u32)(TCP_DEADLINE_F_SET | TCP_DEADLINE_F_EXPIRED));
+	KUNIT_EXPECT_EQ(test, info.d2tcp_time_left_us, 0ULL);
+	KUNIT_EXPECT_EQ(test, info.d2tcp_bytes_left, 10000000ULL);
+
+	/* 20 KB due in one second, 10 KB of it acknowledged: d = 1/2 */
+	KUNIT_ASSERT_EQ(test, d2tcp_test_set_deadline(b, 1000000, 20000), 0);
+	d2tcp_test_step(ska, 7, 0, 100);
+	d2tcp_test_step(skb, 7, 0, 100);
+	d2tcp_test_cut(test, ska, skb, &ssa, &ssb);
+	KUNIT_EXPECT_LT(test, ssb, ssa);
+	info = d2tcp_test_info(test, skb);
+	KUNIT_EXPECT_EQ(test, info.d2tcp_d, D2TCP_D_ONE / 2);
+	KUNIT_EXPECT_EQ(test, info.d2tcp_bytes_left, 20000ULL - 7 * 1448);
+	KUNIT_EXPECT_GT(test, info.d2tcp_time_left_us, 0ULL);
+	KUNIT_EXPECT_LE(test, info.d2tcp_time_left_us, 1000000ULL);
+
+	/* all of it acknowledged, the flow goes on sending before the
+	 * deadline: DCTCP's cut, not the hardest one (d = 1/2)
+	 */
+	d2tcp_test_step(ska, 7, 0, 100);
+	d2tcp_test_step(skb, 7, 0, 100);
+	d2tcp_test_cut(test, ska, skb, &ssa, &ssb);
+	KUNIT_EXPECT_EQ(test, ssb, ssa);
+	info = d2tcp_test_info(test, skb);
+	KUNIT_EXPECT_EQ(test, info.d2tcp_d, D2TCP_D_ONE);
+	KUNIT_EXPECT_EQ(test, info.d2tcp_bytes_left, 0ULL);
+	KUNIT_EXPECT_EQ(test, info.d2tcp_flags, (u32)TCP_DEADLINE_F_SET);
+
+	sock_release(b);
+	sock_release(a);
+}
+
+static int d2tcp_test_setsockopt(struct socket *sock, const void *buf,
+				 unsigned int len)
+{
+	return sock->ops->setsockopt(sock, SOL_TCP, TCP_DEADLINE,
+				     KERNEL_SOCKPTR((void *)buf), len);
+}
+
+static bool d2tcp_test_has_deadline(struct sock *sk)
+{
+	s64 left;
+	u64 bytes;
+
+	return tcp_deadline_left(sk, tcp_clock_us(), &left, &bytes);
+}
+
+static void d2tcp_deadline_option(struct kunit *test)
+{
+	struct socket *a = d2tcp_test_socket(test, "dctcp");
+	struct socket *b = d2tcp_test_socket(test, "d2tcp");
+	struct {
+		struct tcp_deadline d;
+		u64 tail;
+	} big = { .d = { .tcpd_deadline_us = 1000000, .tcpd_bytes = 1000 } };
+
+	/* only a deadline aware congestion control keeps a deadline */
+	KUNIT_EXPECT_EQ(test, d2tcp_test_set_deadline(a, 1000000, 1000), -EOPNOTSUPP);
+	KUNIT_EXPECT_EQ(test, d2tcp_test_set_deadline(a, 0, 0), 0);
+	KUNIT_EXPECT_FALSE(test, d2tcp_test_has_deadline(a->sk));
+
+	/* longer with a zero tail is accepted, a non-zero tail is not */
+	KUNIT_EXPECT_EQ(test, d2tcp_test_setsockopt(b, &big, sizeof(big)), 0);
+	KUNIT_EXPECT_TRUE(test, d2tcp_test_has_deadline(b->sk));
+	KUNIT_EXPECT_EQ(test, d2tcp_test_set_deadline(b, 0, 0), 0);
+	big.tail = 1ULL << 56;	/* in the last byte */
+	KUNIT_EXPECT_EQ(test, d2tcp_test_setsockopt(b, &big, sizeof(big)), -EINVAL);
+	KUNIT_EXPECT_EQ(test, d2tcp_test_setsockopt(b, &big, sizeof(big.d) + 1), 0);
+	KUNIT_EXPECT_EQ(test, d2tcp_test_setsockopt(b, &big, sizeof(big.d) - 1), -EINVAL);
+	KUNIT_EXPECT_TRUE(test, d2tcp_test_has_deadline(b->sk));
+
+	/* changing the congestion control clears it */
+	KUNIT_ASSERT_EQ(test, b->ops->setsockopt(b, SOL_TCP, TCP_CONGESTION,
+						 KERNEL_SOCKPTR((char *)"dctcp"), 5), 0);
+	KUNIT_EXPECT_FALSE(test, d2tcp_test_has_deadline(b->sk));
+	KUNIT_ASSERT_EQ(test, b->ops->setsockopt(b, SOL_TCP, TCP_CONGESTION,
+						 KERNEL_SOCKPTR((char *)"d2tcp"), 5), 0);
+	KUNIT_EXPECT_FALSE(test, d2tcp_test_has_deadline(b->sk));
+
+	sock_release(b);
+	sock_release(a);
+}
+
 static struct kunit_case d2tcp_test_cases[] = {
 	KUNIT_CASE(d2tcp_gamma_reference),
 	KUNIT_CASE(d2tcp_gamma_limits),
@@ -459,6 +589,8 @@ static struct kunit_case d2tcp_test_cases[] = {
 	KUNIT_CASE(d2tcp_reduction),
 	KUNIT_CASE(d2tcp_equals_dctcp_without_deadline),
 	KUNIT_CASE(d2tcp_deadline_bends_the_cut),
+	KUNIT_CASE(d2tcp_past_deadline_and_done),
+	KUNIT_CASE(d2tcp_deadline_option),
 	{}
 };
 

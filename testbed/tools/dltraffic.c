@@ -408,6 +408,10 @@ static void set_nodelay(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+/* Only a deadline aware congestion control (d2tcp) keeps a deadline; with
+ * any other the kernel answers EOPNOTSUPP, and the deadline is only
+ * measured against (the same workload under DCTCP or TCP).
+ */
 static int set_deadline(int fd, u64 deadline_us, u64 bytes)
 {
 	struct tcp_deadline d;
@@ -415,7 +419,9 @@ static int set_deadline(int fd, u64 deadline_us, u64 bytes)
 	memset(&d, 0, sizeof(d));
 	d.tcpd_deadline_us = deadline_us;
 	d.tcpd_bytes = bytes;
-	return setsockopt(fd, IPPROTO_TCP, TCP_DEADLINE, &d, sizeof(d));
+	if (setsockopt(fd, IPPROTO_TCP, TCP_DEADLINE, &d, sizeof(d)) < 0)
+		return errno == EOPNOTSUPP ? 0 : -1;
+	return 0;
 }
 
 static void __attribute__((noreturn)) die_no_deadline(void)
