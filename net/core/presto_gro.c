@@ -1,0 +1,848 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Presto GRO: resequencing of flowcells after GRO (He et al., SIGCOMM
+ * 2015, Sec. 3.2, Algorithm 1).
+ *
+ * Stock GRO merges packets per flowcell (the flowcell ID in the source
+ * MAC makes each flowcell a different flow to gro_list_prepare()), and
+ * hands completed segments to napi_gro_complete() or, unmerged, to the
+ * GRO_NORMAL paths.  Where Presto GRO is enabled on the receiving device,
+ * those hand TCP segments to presto_gro_receive() instead of queueing
+ * them on napi->rx_list.  Each flow (4-tuple, MACs ignored) keeps its
+ * segments sorted by sequence number; Algorithm 1 then pushes up what is
+ * in order, what is a loss inside a flowcell, and what waited longer than
+ * alpha * EWMA of past reordering durations at a flowcell boundary.  A
+ * per-device hrtimer releases held segments when no packet arrives.
+ */
+
+#include <linux/hashtable.h>
+#include <linux/hrtimer.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/jhash.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/netdevice.h>
+#include <linux/slab.h>
+#include <linux/sysfs.h>
+#include <linux/tcp.h>
+#include <net/gro.h>
+#include <net/net_namespace.h>
+#include <net/presto_gro.h>
+#include <net/tcp.h>
+
+/* ---------------------------------------------------------------------
+ * Pure decision logic (KUnit: net/core/presto_gro_kunit.c)
+ */
+
+/* Flowcell IDs are u16 and wrap: serial number arithmetic. */
+bool presto_gro_fc_after(u16 a, u16 b)
+{
+	return (s16)(a - b) > 0;
+}
+EXPORT_SYMBOL_GPL(presto_gro_fc_after);
+
+/* alpha * EWMA, clamped to [timeout_min_us, timeout_max_us] */
+u64 presto_gro_timeout_ns(u64 ewma_ns, const struct presto_gro_params *p)
+{
+	u64 lo = (u64)p->timeout_min_us * NSEC_PER_USEC;
+	u64 hi = (u64)p->timeout_max_us * NSEC_PER_USEC;
+	u64 t;
+
+	if (ewma_ns > div64_u64(U64_MAX, max_t(u32, p->alpha, 1)))
+		t = U64_MAX;
+	else
+		t = ewma_ns * p->alpha;
+	if (hi < lo)
+		hi = lo;
+	return clamp_t(u64, t, lo, hi);
+}
+EXPORT_SYMBOL_GPL(presto_gro_timeout_ns);
+
+/* EWMA with gain 1/8, in nanoseconds; the first sample initialises it */
+u64 presto_gro_ewma_update(u64 ewma_ns, u64 sample_ns)
+{
+	if (!ewma_ns)
+		return sample_ns;
+	if (sample_ns >= ewma_ns)
+		return ewma_ns + ((sample_ns - ewma_ns) >> PRESTO_GRO_EWMA_SHIFT);
+	return ewma_ns - ((ewma_ns - sample_ns) >> PRESTO_GRO_EWMA_SHIFT);
+}
+EXPORT_SYMBOL_GPL(presto_gro_ewma_update);
+
+/*
+ * When a segment held at a flowcell boundary times out: alpha * EWMA after
+ * it arrived, but not before EWMA / beta after the last packet merged into
+ * its run (the contiguous segments of its flowcell that follow it), and
+ * never later than timeout_max_us after it arrived.
+ */
+u64 presto_gro_deadline_ns(const struct presto_gro_seg *s, u64 run_last_ns,
+			   u64 ewma_ns, const struct presto_gro_params *p)
+{
+	u64 d = s->arrival_ns + presto_gro_timeout_ns(ewma_ns, p);
+	u64 m = run_last_ns + div_u64(ewma_ns, max_t(u32, p->beta, 1));
+	u64 cap = s->arrival_ns + (u64)p->timeout_max_us * NSEC_PER_USEC;
+
+	if (m > d)
+		d = m;
+	return min(d, cap);
+}
+EXPORT_SYMBOL_GPL(presto_gro_deadline_ns);
+
+/* Algorithm 1, lines 3-17, for one segment S of flow f */
+enum presto_gro_verdict presto_gro_decide(struct presto_gro_flow *f,
+					  const struct presto_gro_seg *s,
+					  u64 run_last_ns, u64 ewma_ns,
+					  const struct presto_gro_params *p,
+					  u64 now)
+{
+	if (!f->valid) {
+		/* first segment of the flow: nothing to wait for */
+		f->valid = 1;
+		f->last_fc = s->fcid;
+		f->exp_seq = s->end_seq;
+		return PRESTO_PUSH_INORDER;
+	}
+	if (s->fcid == f->last_fc) {			/* lines 3-5 */
+		bool gap = after(s->seq, f->exp_seq);
+
+		if (after(s->end_seq, f->exp_seq))
+			f->exp_seq = s->end_seq;
+		return gap ? PRESTO_PUSH_LOSS : PRESTO_PUSH_INORDER;
+	}
+	if (presto_gro_fc_after(s->fcid, f->last_fc)) {	/* line 6 */
+		/* line 7; a segment starting before expSeq has no gap either */
+		if (!after(s->seq, f->exp_seq)) {
+			f->last_fc = s->fcid;
+			if (after(s->end_seq, f->exp_seq))
+				f->exp_seq = s->end_seq;
+			return s->held == PRESTO_HELD_GAP ? PRESTO_PUSH_FILLED :
+							 PRESTO_PUSH_INORDER;
+		}
+		if (now >= presto_gro_deadline_ns(s, run_last_ns, ewma_ns, p)) {
+			f->last_fc = s->fcid;		/* lines 11-14 */
+			f->exp_seq = s->end_seq;
+			return PRESTO_PUSH_TIMEOUT;
+		}
+		return PRESTO_HOLD;			/* line 15 */
+	}
+	return PRESTO_PUSH_OLD;				/* line 17 */
+}
+EXPORT_SYMBOL_GPL(presto_gro_decide);
+
+/* Insert keeping the list sorted by seq; new segments usually go last. */
+void presto_gro_flow_insert(struct presto_gro_flow *f, struct sk_buff *skb)
+{
+	struct presto_gro_seg *s = presto_gro_seg(skb);
+	struct sk_buff *e;
+
+	list_for_each_entry_reverse(e, &f->segs, list) {
+		if (!after(presto_gro_seg(e)->seq, s->seq)) {
+			list_add(&skb->list, &e->list);
+			f->nsegs++;
+			return;
+		}
+	}
+	list_add(&skb->list, &f->segs);
+	f->nsegs++;
+}
+EXPORT_SYMBOL_GPL(presto_gro_flow_insert);
+
+/* Newest arrival in the contiguous same-flowcell run starting at skb */
+static u64 presto_gro_run_last(struct presto_gro_flow *f, struct sk_buff *skb)
+{
+	struct presto_gro_seg *s = presto_gro_seg(skb);
+	u64 last = s->arrival_ns;
+	u32 end = s->end_seq;
+
+	list_for_each_entry_continue(skb, &f->segs, list) {
+		s = presto_gro_seg(skb);
+		if (s->seq != end)
+			break;
+		if (s->fcid != presto_gro_seg(list_prev_entry(skb, list))->fcid)
+			break;
+		last = max(last, s->arrival_ns);
+		end = s->end_seq;
+	}
+	return last;
+}
+
+/*
+ * Algorithm 1 over one flow's sorted list: move what may go up to @out,
+ * in order.  Once a segment is held, everything after it waits too, so
+ * that what goes up is in sequence order.  Returns when the hold may end
+ * (0: nothing held).
+ */
+u64 presto_gro_flow_flush(struct presto_gro_flow *f, u64 *ewma_ns,
+			  const struct presto_gro_params *p, u64 now,
+			  struct list_head *out, struct presto_gro_stats *st)
+{
+	struct sk_buff *skb, *tmp;
+
+	list_for_each_entry_safe(skb, tmp, &f->segs, list) {
+		struct presto_gro_seg *s = presto_gro_seg(skb);
+		enum presto_gro_verdict v;
+		u64 run_last = s->arrival_ns;
+
+		if (f->valid && s->fcid != f->last_fc &&
+		    presto_gro_fc_after(s->fcid, f->last_fc))
+			run_last = presto_gro_run_last(f, skb);
+		v = presto_gro_decide(f, s, run_last, *ewma_ns, p, now);
+		if (v == PRESTO_HOLD) {
+			struct sk_buff *h = skb;
+
+			/* the segment at the gap, and those queued behind it */
+			list_for_each_entry_from(h, &f->segs, list) {
+				if (!presto_gro_seg(h)->held)
+					st->held++;
+				if (presto_gro_seg(h)->held != PRESTO_HELD_GAP)
+					presto_gro_seg(h)->held = PRESTO_HELD_BEHIND;
+			}
+			s->held = PRESTO_HELD_GAP;
+			return presto_gro_deadline_ns(s, run_last, *ewma_ns, p);
+		}
+		switch (v) {
+		case PRESTO_PUSH_FILLED:
+			/* reordering at a boundary, filled without loss */
+			*ewma_ns = presto_gro_ewma_update(*ewma_ns,
+							  now - s->arrival_ns);
+			st->reorder_events++;
+			fallthrough;
+		case PRESTO_PUSH_INORDER:
+			st->pushed_inorder++;
+			break;
+		case PRESTO_PUSH_LOSS:
+			st->pushed_loss++;
+			break;
+		case PRESTO_PUSH_TIMEOUT:
+			st->pushed_timeout++;
+			break;
+		default:
+			st->pushed_old++;
+			break;
+		}
+		list_move_tail(&skb->list, out);
+		f->nsegs--;
+	}
+	return 0;
+}
+EXPORT_SYMBOL_GPL(presto_gro_flow_flush);
+
+/* Everything of the flow goes up, in order (limits, device down, off) */
+void presto_gro_flow_drain(struct presto_gro_flow *f, struct list_head *out,
+			   struct presto_gro_stats *st)
+{
+	struct sk_buff *skb, *tmp;
+
+	list_for_each_entry_safe(skb, tmp, &f->segs, list) {
+		struct presto_gro_seg *s = presto_gro_seg(skb);
+
+		if (f->valid && after(s->end_seq, f->exp_seq)) {
+			f->exp_seq = s->end_seq;
+			f->last_fc = s->fcid;
+		}
+		list_move_tail(&skb->list, out);
+		st->pushed_evicted++;
+	}
+	f->nsegs = 0;
+}
+EXPORT_SYMBOL_GPL(presto_gro_flow_drain);
+
+/* ---------------------------------------------------------------------
+ * Per-device state, the hook, the timer
+ */
+
+#define PRESTO_GRO_FLOW_BITS	8
+#define PRESTO_GRO_MAX_FLOWS	1024
+#define PRESTO_GRO_IDLE_NS	(1000 * NSEC_PER_MSEC)
+
+struct presto_gro_key {
+	__be32 saddr[4];
+	__be32 daddr[4];
+	__be16 sport;
+	__be16 dport;
+	u32 family;
+};
+
+struct presto_gro_fentry {
+	struct hlist_node node;
+	struct presto_gro_key key;
+	u64 last_ns;
+	struct presto_gro_flow flow;
+};
+
+struct presto_gro_dev {
+	struct hlist_node node;		/* presto_gro_devs, by dev */
+	struct net_device *dev;
+	spinlock_t lock;		/* everything below */
+	bool enabled;
+	struct presto_gro_params p;
+	u64 ewma_ns;
+	struct presto_gro_stats st;
+	struct hrtimer timer;
+	u64 armed_ns;
+	u32 nflows;
+	DECLARE_HASHTABLE(flows, PRESTO_GRO_FLOW_BITS);
+	struct rcu_head rcu;
+};
+
+DEFINE_STATIC_KEY_FALSE(presto_gro_active);
+EXPORT_SYMBOL_GPL(presto_gro_active);
+
+static DEFINE_HASHTABLE(presto_gro_devs, 6);
+static DEFINE_MUTEX(presto_gro_mutex);	/* updates of presto_gro_devs */
+
+static struct presto_gro_dev *presto_gro_dev_rcu(const struct net_device *dev)
+{
+	struct presto_gro_dev *pd;
+
+	hash_for_each_possible_rcu(presto_gro_devs, pd, node, (unsigned long)dev)
+		if (pd->dev == dev)
+			return pd;
+	return NULL;
+}
+
+static bool presto_gro_parse(const struct sk_buff *skb,
+			     struct presto_gro_key *k, u32 *seq, u32 *len,
+			     u8 *flags)
+{
+	unsigned int hl, l3len;
+	struct tcphdr _th;
+	const struct tcphdr *th;
+
+	memset(k, 0, sizeof(*k));
+	if (skb->protocol == htons(ETH_P_IP)) {
+		struct iphdr _iph;
+		const struct iphdr *iph;
+
+		iph = skb_header_pointer(skb, 0, sizeof(_iph), &_iph);
+		if (!iph || iph->version != 4 || iph->ihl < 5 ||
+		    iph->protocol != IPPROTO_TCP ||
+		    (iph->frag_off & htons(IP_MF | IP_OFFSET)))
+			return false;
+		hl = iph->ihl * 4;
+		l3len = ntohs(iph->tot_len);
+		k->saddr[0] = iph->saddr;
+		k->daddr[0] = iph->daddr;
+		k->family = AF_INET;
+	} else if (skb->protocol == htons(ETH_P_IPV6)) {
+		struct ipv6hdr _ip6h;
+		const struct ipv6hdr *ip6h;
+
+		ip6h = skb_header_pointer(skb, 0, sizeof(_ip6h), &_ip6h);
+		if (!ip6h || ip6h->version != 6 ||
+		    ip6h->nexthdr != IPPROTO_TCP || !ip6h->payload_len)
+			return false;
+		hl = sizeof(*ip6h);
+		l3len = hl + ntohs(ip6h->payload_len);
+		memcpy(k->saddr, &ip6h->saddr, 16);
+		memcpy(k->daddr, &ip6h->daddr, 16);
+		k->family = AF_INET6;
+	} else {
+		return false;
+	}
+	th = skb_header_pointer(skb, hl, sizeof(_th), &_th);
+	if (!th || th->doff < 5)
+		return false;
+	l3len = min(l3len, skb->len);
+	if (l3len < hl + th->doff * 4)
+		return false;
+	k->sport = th->source;
+	k->dport = th->dest;
+	*seq = ntohl(th->seq);
+	*len = l3len - hl - th->doff * 4;
+	*flags = ((u8 *)th)[13];
+	return true;
+}
+
+static u32 presto_gro_key_hash(const struct presto_gro_key *k)
+{
+	return jhash2((const u32 *)k, sizeof(*k) / sizeof(u32), 0);
+}
+
+static void presto_gro_free_flow(struct presto_gro_dev *pd,
+				 struct presto_gro_fentry *fe,
+				 struct list_head *out)
+{
+	presto_gro_flow_drain(&fe->flow, out, &pd->st);
+	hash_del(&fe->node);
+	pd->nflows--;
+	kfree(fe);
+}
+
+/* Idle flows go first; at the limit the least recently used one goes. */
+static void presto_gro_make_room(struct presto_gro_dev *pd, u64 now,
+				 struct list_head *out)
+{
+	struct presto_gro_fentry *fe, *lru = NULL;
+	struct hlist_node *tmp;
+	int bkt;
+
+	hash_for_each_safe(pd->flows, bkt, tmp, fe, node) {
+		if (!fe->flow.nsegs && now - fe->last_ns > PRESTO_GRO_IDLE_NS)
+			presto_gro_free_flow(pd, fe, out);
+		else if (!lru || fe->last_ns < lru->last_ns)
+			lru = fe;
+	}
+	if (pd->nflows >= PRESTO_GRO_MAX_FLOWS && lru)
+		presto_gro_free_flow(pd, lru, out);
+}
+
+static struct presto_gro_fentry *
+presto_gro_flow_get(struct presto_gro_dev *pd, const struct presto_gro_key *k,
+		    u32 hash, bool create, u64 now, struct list_head *out)
+{
+	struct presto_gro_fentry *fe;
+
+	hash_for_each_possible(pd->flows, fe, node, hash)
+		if (!memcmp(&fe->key, k, sizeof(*k)))
+			return fe;
+	if (!create)
+		return NULL;
+	if (pd->nflows >= PRESTO_GRO_MAX_FLOWS)
+		presto_gro_make_room(pd, now, out);
+	fe = kzalloc(sizeof(*fe), GFP_ATOMIC);
+	if (!fe)
+		return NULL;
+	fe->key = *k;
+	INIT_LIST_HEAD(&fe->flow.segs);
+	hash_add(pd->flows, &fe->node, hash);
+	pd->nflows++;
+	return fe;
+}
+
+static void presto_gro_arm(struct presto_gro_dev *pd, u64 when)
+{
+	if (!when || !pd->enabled)
+		return;
+	if (hrtimer_is_queued(&pd->timer) && pd->armed_ns <= when)
+		return;
+	pd->armed_ns = when;
+	hrtimer_start(&pd->timer, ns_to_ktime(when),
+		      HRTIMER_MODE_ABS_PINNED_SOFT);
+}
+
+static void presto_gro_clear_cb(struct list_head *list)
+{
+	struct sk_buff *skb;
+
+	list_for_each_entry(skb, list, list)
+		memset(skb->cb, 0, sizeof(struct presto_gro_seg));
+}
+
+/* Outside NAPI (timer, process context): straight to the stack */
+static void presto_gro_deliver(struct list_head *list)
+{
+	if (list_empty(list))
+		return;
+	presto_gro_clear_cb(list);
+	local_bh_disable();
+	netif_receive_skb_list_internal(list);
+	local_bh_enable();
+}
+
+/*
+ * The hook: a segment GRO completed (or passed as GRO_NORMAL) on a device
+ * with Presto GRO.  Returns false when the caller delivers it as usual.
+ */
+bool presto_gro_receive(struct napi_struct *napi, struct sk_buff *skb,
+			int segs)
+{
+	struct presto_gro_dev *pd;
+	struct presto_gro_fentry *fe;
+	struct presto_gro_key k;
+	struct presto_gro_seg *s;
+	u32 seq, len, hash;
+	u64 now, next = 0;
+	LIST_HEAD(out);
+	struct sk_buff *p, *tmp;
+	bool ctl;
+	u8 flags;
+
+	if (!skb_mac_header_was_set(skb) || skb->mac_len < ETH_HLEN)
+		return false;
+	rcu_read_lock();
+	pd = presto_gro_dev_rcu(skb->dev);
+	if (!pd || !READ_ONCE(pd->enabled) ||
+	    !presto_gro_parse(skb, &k, &seq, &len, &flags)) {
+		rcu_read_unlock();
+		return false;
+	}
+	ctl = flags & (TCPHDR_SYN | TCPHDR_RST | TCPHDR_FIN | TCPHDR_URG);
+	hash = presto_gro_key_hash(&k);
+	now = ktime_get_ns();
+
+	spin_lock(&pd->lock);
+	if (!pd->enabled) {
+		spin_unlock(&pd->lock);
+		rcu_read_unlock();
+		return false;
+	}
+	if (ctl || !len) {
+		/* control and pure ACKs are not resequenced; what the flow
+		 * holds goes up first when the segment ends or resets it
+		 */
+		fe = presto_gro_flow_get(pd, &k, hash, false, now, &out);
+		if (fe && (flags & (TCPHDR_SYN | TCPHDR_RST | TCPHDR_FIN)))
+			presto_gro_free_flow(pd, fe, &out);
+		else if (fe && ctl)
+			presto_gro_flow_drain(&fe->flow, &out, &pd->st);
+		spin_unlock(&pd->lock);
+		rcu_read_unlock();
+		if (list_empty(&out))
+			return false;
+		list_add_tail(&skb->list, &out);
+		presto_gro_seg(skb)->gro_count = segs;
+		goto push;
+	}
+	fe = presto_gro_flow_get(pd, &k, hash, true, now, &out);
+	if (!fe) {
+		spin_unlock(&pd->lock);
+		rcu_read_unlock();
+		presto_gro_deliver(&out);
+		return false;
+	}
+	s = presto_gro_seg(skb);
+	BUILD_BUG_ON(sizeof(*s) > sizeof(skb->cb));
+	memset(s, 0, sizeof(*s));
+	s->seq = seq;
+	s->end_seq = seq + len;
+	s->arrival_ns = now;
+	s->gro_count = segs;
+	s->fcid = (eth_hdr(skb)->h_source[4] << 8) | eth_hdr(skb)->h_source[5];
+	fe->last_ns = now;
+	presto_gro_flow_insert(&fe->flow, skb);
+	if (fe->flow.nsegs > pd->p.max_segs)
+		presto_gro_flow_drain(&fe->flow, &out, &pd->st);
+	else
+		next = presto_gro_flow_flush(&fe->flow, &pd->ewma_ns, &pd->p,
+					     now, &out, &pd->st);
+	presto_gro_arm(pd, next);
+	spin_unlock(&pd->lock);
+	rcu_read_unlock();
+
+push:
+	list_for_each_entry_safe(p, tmp, &out, list) {
+		int n = presto_gro_seg(p)->gro_count;
+
+		skb_list_del_init(p);
+		memset(p->cb, 0, sizeof(struct presto_gro_seg));
+		gro_normal_one(napi, p, n ? n : 1);
+	}
+	return true;
+}
+
+static enum hrtimer_restart presto_gro_timer(struct hrtimer *t)
+{
+	struct presto_gro_dev *pd = container_of(t, struct presto_gro_dev, timer);
+	struct presto_gro_fentry *fe;
+	u64 now = ktime_get_ns(), next = 0;
+	LIST_HEAD(out);
+	int bkt;
+
+	spin_lock(&pd->lock);
+	if (!hrtimer_is_queued(t))
+		pd->armed_ns = 0;
+	hash_for_each(pd->flows, bkt, fe, node) {
+		u64 d;
+
+		if (!fe->flow.nsegs)
+			continue;
+		d = presto_gro_flow_flush(&fe->flow, &pd->ewma_ns, &pd->p,
+					  now, &out, &pd->st);
+		if (d && (!next || d < next))
+			next = d;
+	}
+	/* hrtimer_start() from the callback; never touch a timer another
+	 * CPU may have queued meanwhile
+	 */
+	presto_gro_arm(pd, next);
+	spin_unlock(&pd->lock);
+	presto_gro_deliver(&out);
+	return HRTIMER_NORESTART;
+}
+
+/* Push up everything held (device down); also free flows and stop (off) */
+static void presto_gro_release(struct presto_gro_dev *pd, bool disable)
+{
+	struct presto_gro_fentry *fe;
+	struct hlist_node *tmp;
+	LIST_HEAD(out);
+	int bkt;
+
+	spin_lock_bh(&pd->lock);
+	if (disable)
+		pd->enabled = false;
+	hash_for_each_safe(pd->flows, bkt, tmp, fe, node) {
+		if (disable)
+			presto_gro_free_flow(pd, fe, &out);
+		else
+			presto_gro_flow_drain(&fe->flow, &out, &pd->st);
+	}
+	spin_unlock_bh(&pd->lock);
+	if (disable)
+		hrtimer_cancel(&pd->timer);
+	presto_gro_deliver(&out);
+}
+
+static struct presto_gro_dev *presto_gro_dev_get(struct net_device *dev)
+{
+	struct presto_gro_dev *pd;
+
+	lockdep_assert_held(&presto_gro_mutex);
+	hash_for_each_possible(presto_gro_devs, pd, node, (unsigned long)dev)
+		if (pd->dev == dev)
+			return pd;
+	pd = kzalloc(sizeof(*pd), GFP_KERNEL);
+	if (!pd)
+		return NULL;
+	pd->dev = dev;
+	spin_lock_init(&pd->lock);
+	pd->p.alpha = PRESTO_GRO_ALPHA_DEFAULT;
+	pd->p.beta = PRESTO_GRO_BETA_DEFAULT;
+	pd->p.timeout_min_us = PRESTO_GRO_TMIN_US_DEFAULT;
+	pd->p.timeout_max_us = PRESTO_GRO_TMAX_US_DEFAULT;
+	pd->p.max_segs = PRESTO_GRO_MAX_SEGS_DEFAULT;
+	hash_init(pd->flows);
+	hrtimer_init(&pd->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_PINNED_SOFT);
+	pd->timer.function = presto_gro_timer;
+	hash_add_rcu(presto_gro_devs, &pd->node, (unsigned long)dev);
+	return pd;
+}
+
+static void presto_gro_set_enabled(struct presto_gro_dev *pd, bool on)
+{
+	lockdep_assert_held(&presto_gro_mutex);
+	if (on == pd->enabled)
+		return;
+	if (on) {
+		static_branch_inc(&presto_gro_active);
+		spin_lock_bh(&pd->lock);
+		pd->enabled = true;
+		spin_unlock_bh(&pd->lock);
+	} else {
+		presto_gro_release(pd, true);
+		static_branch_dec(&presto_gro_active);
+	}
+}
+
+static int presto_gro_netdev_event(struct notifier_block *nb,
+				   unsigned long event, void *ptr)
+{
+	struct net_device *dev = netdev_notifier_info_to_dev(ptr);
+	struct presto_gro_dev *pd;
+
+	if (event != NETDEV_GOING_DOWN && event != NETDEV_DOWN &&
+	    event != NETDEV_UNREGISTER)
+		return NOTIFY_DONE;
+	mutex_lock(&presto_gro_mutex);
+	hash_for_each_possible(presto_gro_devs, pd, node, (unsigned long)dev) {
+		if (pd->dev != dev)
+			continue;
+		if (event == NETDEV_UNREGISTER) {
+			presto_gro_set_enabled(pd, false);
+			hash_del_rcu(&pd->node);
+			kfree_rcu(pd, rcu);
+		} else {
+			presto_gro_release(pd, false);
+		}
+		break;
+	}
+	mutex_unlock(&presto_gro_mutex);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block presto_gro_notifier = {
+	.notifier_call = presto_gro_netdev_event,
+};
+
+/* ---------------------------------------------------------------------
+ * sysfs: /sys/class/net/DEV/presto_gro/
+ */
+
+enum {
+	PG_ENABLED, PG_ALPHA, PG_BETA, PG_TMIN, PG_TMAX, PG_MAXSEGS,
+	PG_HELD, PG_INORDER, PG_TIMEOUT, PG_LOSS, PG_OLD, PG_EVICTED,
+	PG_REORDER, PG_EWMA, PG_FLOWS,
+};
+
+struct presto_gro_attr {
+	struct device_attribute attr;
+	int field;
+};
+
+static u32 *presto_gro_param(struct presto_gro_params *p, int field)
+{
+	switch (field) {
+	case PG_ALPHA:
+		return &p->alpha;
+	case PG_BETA:
+		return &p->beta;
+	case PG_TMIN:
+		return &p->timeout_min_us;
+	case PG_TMAX:
+		return &p->timeout_max_us;
+	case PG_MAXSEGS:
+		return &p->max_segs;
+	}
+	return NULL;
+}
+
+static u64 presto_gro_field(struct presto_gro_dev *pd, int field)
+{
+	struct presto_gro_params def = {
+		PRESTO_GRO_ALPHA_DEFAULT, PRESTO_GRO_BETA_DEFAULT,
+		PRESTO_GRO_TMIN_US_DEFAULT, PRESTO_GRO_TMAX_US_DEFAULT,
+		PRESTO_GRO_MAX_SEGS_DEFAULT,
+	};
+	u32 *param = presto_gro_param(pd ? &pd->p : &def, field);
+	u64 st[] = {
+		[PG_HELD] = pd ? pd->st.held : 0,
+		[PG_INORDER] = pd ? pd->st.pushed_inorder : 0,
+		[PG_TIMEOUT] = pd ? pd->st.pushed_timeout : 0,
+		[PG_LOSS] = pd ? pd->st.pushed_loss : 0,
+		[PG_OLD] = pd ? pd->st.pushed_old : 0,
+		[PG_EVICTED] = pd ? pd->st.pushed_evicted : 0,
+		[PG_REORDER] = pd ? pd->st.reorder_events : 0,
+		[PG_EWMA] = pd ? div_u64(pd->ewma_ns, NSEC_PER_USEC) : 0,
+		[PG_FLOWS] = pd ? pd->nflows : 0,
+	};
+
+	if (param)
+		return *param;
+	if (field == PG_ENABLED)
+		return pd ? pd->enabled : 0;
+	return field < ARRAY_SIZE(st) ? st[field] : 0;
+}
+
+static ssize_t presto_gro_show(struct device *d, struct device_attribute *a,
+			       char *buf)
+{
+	struct presto_gro_attr *pa = container_of(a, struct presto_gro_attr, attr);
+	struct net_device *dev = to_net_dev(d);
+	struct presto_gro_dev *pd;
+	u64 v;
+
+	rcu_read_lock();
+	pd = presto_gro_dev_rcu(dev);
+	if (pd)
+		spin_lock_bh(&pd->lock);
+	v = presto_gro_field(pd, pa->field);
+	if (pd)
+		spin_unlock_bh(&pd->lock);
+	rcu_read_unlock();
+	return sysfs_emit(buf, "%llu\n", v);
+}
+
+static ssize_t presto_gro_store(struct device *d, struct device_attribute *a,
+				const char *buf, size_t len)
+{
+	struct presto_gro_attr *pa = container_of(a, struct presto_gro_attr, attr);
+	struct net_device *dev = to_net_dev(d);
+	struct presto_gro_dev *pd;
+	u32 v;
+	int err;
+
+	if (!ns_capable(dev_net(dev)->user_ns, CAP_NET_ADMIN))
+		return -EPERM;
+	err = kstrtou32(buf, 0, &v);
+	if (err)
+		return err;
+	switch (pa->field) {
+	case PG_ENABLED:
+		if (v > 1)
+			return -EINVAL;
+		break;
+	case PG_ALPHA:
+	case PG_BETA:
+	case PG_MAXSEGS:
+		if (!v || v > 1000000)
+			return -EINVAL;
+		break;
+	case PG_TMIN:
+	case PG_TMAX:
+		if (v > 1000000)	/* 1 s */
+			return -EINVAL;
+		break;
+	default:
+		return -EINVAL;
+	}
+	mutex_lock(&presto_gro_mutex);
+	if (dev->reg_state != NETREG_REGISTERED) {
+		mutex_unlock(&presto_gro_mutex);
+		return -ENODEV;
+	}
+	pd = presto_gro_dev_get(dev);
+	if (!pd) {
+		mutex_unlock(&presto_gro_mutex);
+		return -ENOMEM;
+	}
+	if (pa->field == PG_ENABLED) {
+		presto_gro_set_enabled(pd, v);
+	} else {
+		spin_lock_bh(&pd->lock);
+		*presto_gro_param(&pd->p, pa->field) = v;
+		spin_unlock_bh(&pd->lock);
+	}
+	mutex_unlock(&presto_gro_mutex);
+	return len;
+}
+
+#define PG_RW(_name, _field)						\
+	static struct presto_gro_attr pg_attr_##_name = {		\
+		.attr = __ATTR(_name, 0644, presto_gro_show,		\
+			       presto_gro_store),			\
+		.field = _field,					\
+	}
+#define PG_RO(_name, _field)						\
+	static struct presto_gro_attr pg_attr_##_name = {		\
+		.attr = __ATTR(_name, 0444, presto_gro_show, NULL),	\
+		.field = _field,					\
+	}
+
+PG_RW(enabled, PG_ENABLED);
+PG_RW(alpha, PG_ALPHA);
+PG_RW(beta, PG_BETA);
+PG_RW(timeout_min_us, PG_TMIN);
+PG_RW(timeout_max_us, PG_TMAX);
+PG_RW(max_segs, PG_MAXSEGS);
+PG_RO(held, PG_HELD);
+PG_RO(pushed_inorder, PG_INORDER);
+PG_RO(pushed_timeout, PG_TIMEOUT);
+PG_RO(pushed_loss, PG_LOSS);
+PG_RO(pushed_old, PG_OLD);
+PG_RO(pushed_evicted, PG_EVICTED);
+PG_RO(reorder_events, PG_REORDER);
+PG_RO(ewma_us, PG_EWMA);
+PG_RO(flows, PG_FLOWS);
+
+static struct attribute *presto_gro_attrs[] = {
+	&pg_attr_enabled.attr.attr,
+	&pg_attr_alpha.attr.attr,
+	&pg_attr_beta.attr.attr,
+	&pg_attr_timeout_min_us.attr.attr,
+	&pg_attr_timeout_max_us.attr.attr,
+	&pg_attr_max_segs.attr.attr,
+	&pg_attr_held.attr.attr,
+	&pg_attr_pushed_inorder.attr.attr,
+	&pg_attr_pushed_timeout.attr.attr,
+	&pg_attr_pushed_loss.attr.attr,
+	&pg_attr_pushed_old.attr.attr,
+	&pg_attr_pushed_evicted.attr.attr,
+	&pg_attr_reorder_events.attr.attr,
+	&pg_attr_ewma_us.attr.attr,
+	&pg_attr_flows.attr.attr,
+	NULL,
+};
+
+const struct attribute_group presto_gro_sysfs_group = {
+	.name = "presto_gro",
+	.attrs = presto_gro_attrs,
+};
+
+static int __init presto_gro_init(void)
+{
+	return register_netdevice_notifier(&presto_gro_notifier);
+}
+subsys_initcall(presto_gro_init);

@@ -1,0 +1,374 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* KUnit tests of Presto GRO's flush decision (include/net/presto_gro.h):
+ * every branch of Algorithm 1 over crafted segment lists (real skbs on a
+ * flow's list, the code the receive path runs), sequence number and
+ * flowcell ID wrap, and the EWMA and timeout arithmetic.
+ */
+
+#include <kunit/test.h>
+#include <linux/skbuff.h>
+#include <net/presto_gro.h>
+
+#define US	NSEC_PER_USEC
+#define MSS	1448
+
+static const struct presto_gro_params params = {
+	.alpha = 2, .beta = 2, .timeout_min_us = 100, .timeout_max_us = 10000,
+	.max_segs = 128,
+};
+
+struct pg_ctx {
+	struct presto_gro_flow f;
+	struct presto_gro_stats st;
+	u64 ewma;
+	struct list_head out;
+};
+
+static void pg_init(struct pg_ctx *c)
+{
+	memset(c, 0, sizeof(*c));
+	INIT_LIST_HEAD(&c->f.segs);
+	INIT_LIST_HEAD(&c->out);
+}
+
+/* a segment of @n MTU packets from @seq in flowcell @fc, arriving at @t */
+static void pg_add(struct kunit *test, struct pg_ctx *c, u32 seq, u32 n,
+		   u16 fc, u64 t)
+{
+	struct sk_buff *skb = alloc_skb(0, GFP_KERNEL);
+	struct presto_gro_seg *s;
+
+	KUNIT_ASSERT_NOT_NULL(test, skb);
+	s = presto_gro_seg(skb);
+	memset(s, 0, sizeof(*s));
+	s->seq = seq;
+	s->end_seq = seq + n * MSS;
+	s->fcid = fc;
+	s->arrival_ns = t;
+	s->gro_count = n;
+	presto_gro_flow_insert(&c->f, skb);
+}
+
+static u64 pg_flush(struct pg_ctx *c, u64 now)
+{
+	return presto_gro_flow_flush(&c->f, &c->ewma, &params, now, &c->out,
+				     &c->st);
+}
+
+/* sequence numbers of what went up, in order; frees the skbs */
+static int pg_out(struct pg_ctx *c, u32 *seqs, int max)
+{
+	struct sk_buff *skb, *tmp;
+	int n = 0;
+
+	list_for_each_entry_safe(skb, tmp, &c->out, list) {
+		if (n < max)
+			seqs[n] = presto_gro_seg(skb)->seq;
+		n++;
+		skb_list_del_init(skb);
+		kfree_skb(skb);
+	}
+	return n;
+}
+
+static void pg_free(struct pg_ctx *c)
+{
+	struct sk_buff *skb, *tmp;
+
+	list_splice_tail_init(&c->f.segs, &c->out);
+	list_for_each_entry_safe(skb, tmp, &c->out, list) {
+		skb_list_del_init(skb);
+		kfree_skb(skb);
+	}
+}
+
+/* lines 3-5: the same flowcell goes up, expSeq advances */
+static void pg_same_flowcell(struct kunit *test)
+{
+	struct pg_ctx c;
+	u32 seqs[4];
+
+	pg_init(&c);
+	pg_add(test, &c, 1000, 4, 7, 0);
+	pg_add(test, &c, 1000 + 4 * MSS, 4, 7, 1 * US);
+	KUNIT_EXPECT_EQ(test, pg_flush(&c, 2 * US), 0ULL);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 2);
+	KUNIT_EXPECT_EQ(test, seqs[0], 1000U);
+	KUNIT_EXPECT_EQ(test, seqs[1], 1000U + 4 * MSS);
+	KUNIT_EXPECT_EQ(test, c.f.exp_seq, 1000U + 8 * MSS);
+	KUNIT_EXPECT_EQ(test, c.f.last_fc, (u16)7);
+	KUNIT_EXPECT_EQ(test, c.st.pushed_inorder, 2ULL);
+	KUNIT_EXPECT_EQ(test, c.st.held, 0ULL);
+	pg_free(&c);
+}
+
+/* lines 3-5 with a gap: a loss inside a flowcell goes up at once */
+static void pg_loss_inside_flowcell(struct kunit *test)
+{
+	struct pg_ctx c;
+	u32 seqs[4];
+
+	pg_init(&c);
+	pg_add(test, &c, 1000, 4, 7, 0);
+	pg_flush(&c, 0);
+	pg_out(&c, seqs, 4);
+	/* packet 1000 + 4 * MSS lost; the rest of flowcell 7 arrives */
+	pg_add(test, &c, 1000 + 5 * MSS, 3, 7, 10 * US);
+	KUNIT_EXPECT_EQ(test, pg_flush(&c, 10 * US), 0ULL);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 1);
+	KUNIT_EXPECT_EQ(test, c.st.pushed_loss, 1ULL);
+	KUNIT_EXPECT_EQ(test, c.f.exp_seq, 1000U + 8 * MSS);
+	/* a retransmission below expSeq in the same flowcell: in order */
+	pg_add(test, &c, 1000 + 4 * MSS, 1, 7, 20 * US);
+	KUNIT_EXPECT_EQ(test, pg_flush(&c, 20 * US), 0ULL);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 1);
+	KUNIT_EXPECT_EQ(test, c.f.exp_seq, 1000U + 8 * MSS);
+	KUNIT_EXPECT_EQ(test, c.st.pushed_loss, 1ULL);
+	pg_free(&c);
+}
+
+/* lines 6-10: the next flowcell starting at expSeq goes up */
+static void pg_next_flowcell_in_order(struct kunit *test)
+{
+	struct pg_ctx c;
+	u32 seqs[4];
+
+	pg_init(&c);
+	pg_add(test, &c, 0, 4, 1, 0);
+	pg_add(test, &c, 4 * MSS, 4, 2, 0);
+	KUNIT_EXPECT_EQ(test, pg_flush(&c, 0), 0ULL);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 2);
+	KUNIT_EXPECT_EQ(test, c.f.last_fc, (u16)2);
+	KUNIT_EXPECT_EQ(test, c.f.exp_seq, 8U * MSS);
+	KUNIT_EXPECT_EQ(test, c.st.reorder_events, 0ULL);
+	pg_free(&c);
+}
+
+/* line 15 then 7-10: flowcells swapped; the later one waits, the gap
+ * fills, both go up in order and the wait feeds the EWMA
+ */
+static void pg_swapped_flowcells(struct kunit *test)
+{
+	struct pg_ctx c;
+	u32 seqs[4];
+	u64 d;
+
+	pg_init(&c);
+	pg_add(test, &c, 0, 4, 1, 0);
+	pg_flush(&c, 0);
+	pg_out(&c, seqs, 4);
+	/* flowcell 3 arrives before flowcell 2 */
+	pg_add(test, &c, 8 * MSS, 4, 3, 10 * US);
+	d = pg_flush(&c, 10 * US);
+	/* EWMA 0: alpha * EWMA clamps to timeout_min_us */
+	KUNIT_EXPECT_EQ(test, d, 110ULL * US);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 0);
+	KUNIT_EXPECT_EQ(test, c.st.held, 1ULL);
+	KUNIT_EXPECT_EQ(test, c.f.nsegs, 1U);
+	/* flowcell 2 arrives 40 us later */
+	pg_add(test, &c, 4 * MSS, 4, 2, 50 * US);
+	KUNIT_EXPECT_EQ(test, pg_flush(&c, 50 * US), 0ULL);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 2);
+	KUNIT_EXPECT_EQ(test, seqs[0], 4U * MSS);
+	KUNIT_EXPECT_EQ(test, seqs[1], 8U * MSS);
+	KUNIT_EXPECT_EQ(test, c.st.reorder_events, 1ULL);
+	KUNIT_EXPECT_EQ(test, c.ewma, 40ULL * US);
+	KUNIT_EXPECT_EQ(test, c.st.pushed_inorder, 3ULL);
+	KUNIT_EXPECT_EQ(test, c.f.last_fc, (u16)3);
+	pg_free(&c);
+}
+
+/* lines 11-14: a gap at a boundary that does not fill times out */
+static void pg_boundary_timeout(struct kunit *test)
+{
+	struct pg_ctx c;
+	u32 seqs[4];
+	u64 d;
+
+	pg_init(&c);
+	c.ewma = 200 * US;		/* alpha * EWMA = 400 us */
+	pg_add(test, &c, 0, 4, 1, 0);
+	pg_flush(&c, 0);
+	pg_out(&c, seqs, 4);
+	pg_add(test, &c, 8 * MSS, 4, 3, 1000 * US);
+	d = pg_flush(&c, 1000 * US);
+	KUNIT_EXPECT_EQ(test, d, 1400ULL * US);
+	KUNIT_EXPECT_EQ(test, pg_flush(&c, 1399 * US), d);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 0);
+	KUNIT_EXPECT_EQ(test, pg_flush(&c, 1400 * US), 0ULL);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 1);
+	KUNIT_EXPECT_EQ(test, c.st.pushed_timeout, 1ULL);
+	KUNIT_EXPECT_EQ(test, c.f.last_fc, (u16)3);
+	KUNIT_EXPECT_EQ(test, c.f.exp_seq, 12U * MSS);
+	/* a loss is not reordering: the EWMA did not move */
+	KUNIT_EXPECT_EQ(test, c.ewma, 200ULL * US);
+	/* flowcell 2 arrives late: older flowcell, line 17 */
+	pg_add(test, &c, 4 * MSS, 4, 2, 2000 * US);
+	KUNIT_EXPECT_EQ(test, pg_flush(&c, 2000 * US), 0ULL);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 1);
+	KUNIT_EXPECT_EQ(test, c.st.pushed_old, 1ULL);
+	KUNIT_EXPECT_EQ(test, c.f.last_fc, (u16)3);
+	pg_free(&c);
+}
+
+/* a timed-out segment whose run merged a packet within EWMA / beta
+ * is still held
+ */
+static void pg_recent_merge_holds(struct kunit *test)
+{
+	struct pg_ctx c;
+	u32 seqs[4];
+
+	pg_init(&c);
+	c.ewma = 200 * US;		/* timeout 400 us, EWMA / beta 100 us */
+	pg_add(test, &c, 0, 4, 1, 0);
+	pg_flush(&c, 0);
+	pg_out(&c, seqs, 4);
+	pg_add(test, &c, 8 * MSS, 4, 3, 1000 * US);
+	pg_flush(&c, 1000 * US);
+	/* its flowcell keeps arriving: last merge at 1350 us */
+	pg_add(test, &c, 12 * MSS, 2, 3, 1350 * US);
+	KUNIT_EXPECT_EQ(test, pg_flush(&c, 1400 * US), 1450ULL * US);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 0);
+	KUNIT_EXPECT_EQ(test, c.st.held, 2ULL);
+	/* a later flowcell's packet is not part of the run */
+	pg_add(test, &c, 14 * MSS, 1, 4, 1440 * US);
+	KUNIT_EXPECT_EQ(test, pg_flush(&c, 1449 * US), 1450ULL * US);
+	KUNIT_EXPECT_EQ(test, pg_flush(&c, 1450 * US), 0ULL);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 3);
+	KUNIT_EXPECT_EQ(test, seqs[0], 8U * MSS);
+	KUNIT_EXPECT_EQ(test, seqs[1], 12U * MSS);
+	KUNIT_EXPECT_EQ(test, seqs[2], 14U * MSS);
+	KUNIT_EXPECT_EQ(test, c.st.pushed_timeout, 1ULL);
+	KUNIT_EXPECT_EQ(test, c.st.pushed_inorder, 3ULL);
+	pg_free(&c);
+}
+
+/* the hold never exceeds timeout_max_us after arrival */
+static void pg_hold_capped(struct kunit *test)
+{
+	struct presto_gro_seg s = { .arrival_ns = 1000 * US };
+
+	/* EWMA 1 s: alpha * EWMA and EWMA / beta both beyond the cap */
+	KUNIT_EXPECT_EQ(test,
+			presto_gro_deadline_ns(&s, 5000 * US, 1000000ULL * US,
+					       &params),
+			11000ULL * US);
+}
+
+/* insertion keeps the list sorted, whatever the arrival order */
+static void pg_sorted_insert(struct kunit *test)
+{
+	struct pg_ctx c;
+	u32 seqs[4];
+
+	pg_init(&c);
+	pg_add(test, &c, 0, 1, 1, 0);
+	pg_flush(&c, 0);
+	pg_out(&c, seqs, 4);
+	pg_add(test, &c, 3 * MSS, 1, 2, 1 * US);
+	pg_add(test, &c, 1 * MSS, 1, 2, 2 * US);
+	pg_add(test, &c, 2 * MSS, 1, 2, 3 * US);
+	KUNIT_EXPECT_EQ(test, pg_flush(&c, 3 * US), 0ULL);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 3);
+	KUNIT_EXPECT_EQ(test, seqs[0], 1U * MSS);
+	KUNIT_EXPECT_EQ(test, seqs[1], 2U * MSS);
+	KUNIT_EXPECT_EQ(test, seqs[2], 3U * MSS);
+	pg_free(&c);
+}
+
+/* sequence numbers and flowcell IDs wrap */
+static void pg_wrap(struct kunit *test)
+{
+	struct pg_ctx c;
+	u32 base = 0xffffffff - 2 * MSS + 1, seqs[4];
+
+	KUNIT_EXPECT_TRUE(test, presto_gro_fc_after(0, 0xffff));
+	KUNIT_EXPECT_TRUE(test, presto_gro_fc_after(2, 0xfffe));
+	KUNIT_EXPECT_FALSE(test, presto_gro_fc_after(0xffff, 0));
+	KUNIT_EXPECT_FALSE(test, presto_gro_fc_after(5, 5));
+
+	pg_init(&c);
+	pg_add(test, &c, base, 2, 0xffff, 0);	/* ends at 0 after wrap */
+	pg_flush(&c, 0);
+	pg_out(&c, seqs, 4);
+	KUNIT_EXPECT_EQ(test, c.f.exp_seq, 0U);
+	/* flowcell 1 (after 0 after 0xffff) first: held */
+	pg_add(test, &c, 2 * MSS, 2, 1, 10 * US);
+	KUNIT_EXPECT_NE(test, pg_flush(&c, 10 * US), 0ULL);
+	pg_add(test, &c, 0, 2, 0, 20 * US);
+	KUNIT_EXPECT_EQ(test, pg_flush(&c, 20 * US), 0ULL);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 2);
+	KUNIT_EXPECT_EQ(test, seqs[0], 0U);
+	KUNIT_EXPECT_EQ(test, seqs[1], 2U * MSS);
+	KUNIT_EXPECT_EQ(test, c.f.last_fc, (u16)1);
+	KUNIT_EXPECT_EQ(test, c.st.reorder_events, 1ULL);
+	pg_free(&c);
+}
+
+/* drain: everything goes up in order (limits, device down, off) */
+static void pg_drain(struct kunit *test)
+{
+	struct pg_ctx c;
+	u32 seqs[4];
+
+	pg_init(&c);
+	pg_add(test, &c, 0, 1, 1, 0);
+	pg_flush(&c, 0);
+	pg_out(&c, seqs, 4);
+	pg_add(test, &c, 5 * MSS, 1, 3, 1 * US);
+	pg_add(test, &c, 3 * MSS, 1, 2, 2 * US);
+	KUNIT_EXPECT_NE(test, pg_flush(&c, 2 * US), 0ULL);
+	presto_gro_flow_drain(&c.f, &c.out, &c.st);
+	KUNIT_EXPECT_EQ(test, c.f.nsegs, 0U);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 2);
+	KUNIT_EXPECT_EQ(test, seqs[0], 3U * MSS);
+	KUNIT_EXPECT_EQ(test, seqs[1], 5U * MSS);
+	KUNIT_EXPECT_EQ(test, c.st.pushed_evicted, 2ULL);
+	KUNIT_EXPECT_EQ(test, c.f.exp_seq, 6U * MSS);
+	KUNIT_EXPECT_EQ(test, c.f.last_fc, (u16)3);
+	pg_free(&c);
+}
+
+static void pg_ewma_timeout_arith(struct kunit *test)
+{
+	/* first sample initialises, then gain 1/8 both ways */
+	KUNIT_EXPECT_EQ(test, presto_gro_ewma_update(0, 800), 800ULL);
+	KUNIT_EXPECT_EQ(test, presto_gro_ewma_update(800, 1600), 900ULL);
+	KUNIT_EXPECT_EQ(test, presto_gro_ewma_update(800, 0), 700ULL);
+	KUNIT_EXPECT_EQ(test, presto_gro_ewma_update(800, 800), 800ULL);
+	/* alpha * EWMA within the clamps */
+	KUNIT_EXPECT_EQ(test, presto_gro_timeout_ns(300 * US, &params),
+			600ULL * US);
+	KUNIT_EXPECT_EQ(test, presto_gro_timeout_ns(10 * US, &params),
+			100ULL * US);
+	KUNIT_EXPECT_EQ(test, presto_gro_timeout_ns(20000 * US, &params),
+			10000ULL * US);
+	KUNIT_EXPECT_EQ(test, presto_gro_timeout_ns(U64_MAX / 2 + 1, &params),
+			10000ULL * US);
+}
+
+static struct kunit_case presto_gro_cases[] = {
+	KUNIT_CASE(pg_same_flowcell),
+	KUNIT_CASE(pg_loss_inside_flowcell),
+	KUNIT_CASE(pg_next_flowcell_in_order),
+	KUNIT_CASE(pg_swapped_flowcells),
+	KUNIT_CASE(pg_boundary_timeout),
+	KUNIT_CASE(pg_recent_merge_holds),
+	KUNIT_CASE(pg_hold_capped),
+	KUNIT_CASE(pg_sorted_insert),
+	KUNIT_CASE(pg_wrap),
+	KUNIT_CASE(pg_drain),
+	KUNIT_CASE(pg_ewma_timeout_arith),
+	{}
+};
+
+static struct kunit_suite presto_gro_suite = {
+	.name = "presto_gro",
+	.test_cases = presto_gro_cases,
+};
+
+kunit_test_suite(presto_gro_suite);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("KUnit tests for Presto GRO");

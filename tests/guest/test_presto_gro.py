@@ -1,0 +1,257 @@
+"""Presto GRO (net/core/presto_gro.c) in the booted kernel.
+
+The receiver is a veth end in the initial namespace (so that its sysfs
+directory, /sys/class/net/pgr0/presto_gro, is the test's own) with GRO on;
+its peer sits in a middle namespace.  Crafted TCP segments, injected there
+with AF_PACKET, drive single branches of Algorithm 1 (a loss inside a
+flowcell, a gap at a flowcell boundary that only the timer releases).  A
+real TCP connection from a sender namespace through tests/guest/
+presto_relay.py, which stamps flowcell IDs into source MACs and delays
+every other flowcell, shows what TCP sees: with Presto GRO no segment
+reaches TCP's out-of-order queue, with stock GRO many do.  IPv4 and IPv6.
+"""
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RX = "pgr0"
+SYS = f"/sys/class/net/{RX}/presto_gro"
+NS_S, NS_M = "pgs", "pgm"
+A4 = ("10.77.0.1", "10.77.0.2")
+A6 = ("fd77::1", "fd77::2")
+PORT = 7300
+
+
+def sh(cmd, ns=None):
+    argv = (["nsenter", f"--net=/run/netns/{ns}", "--"] if ns else []) + ["sh", "-c", cmd]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, f"{cmd}: {p.stderr}"
+    return p.stdout
+
+
+def knob(name, value=None):
+    path = os.path.join(SYS, name)
+    if value is None:
+        with open(path) as f:
+            return int(f.read())
+    with open(path, "w") as f:
+        f.write(str(value))
+
+
+def counters():
+    return {n: knob(n) for n in ("held", "pushed_inorder", "pushed_timeout",
+                                 "pushed_loss", "pushed_old", "pushed_evicted",
+                                 "reorder_events", "ewma_us")}
+
+
+def ofo():
+    out = subprocess.run(["nstat", "-asz", "TcpExtTCPOFOQueue"], capture_output=True,
+                         text=True).stdout
+    for line in out.splitlines():
+        f = line.split()
+        if f and f[0] == "TcpExtTCPOFOQueue":
+            return int(f[1])
+    return 0
+
+
+@pytest.fixture
+def lab():
+    """sender ns pgs (eth0) -- pgm (m1 | relay | m2) -- pgr0 (init ns)"""
+    for ns in (NS_S, NS_M):
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    subprocess.run(["ip", "link", "del", RX], capture_output=True)
+    sh(f"ip netns add {NS_S} && ip netns add {NS_M}")
+    sh(f"ip link add eth0 netns {NS_S} type veth peer name m1 netns {NS_M}")
+    sh(f"ip link add {RX} type veth peer name m2 netns {NS_M}")
+    sh(f"ip addr add {A4[0]}/24 dev eth0 && ip addr add {A6[0]}/64 dev eth0 nodad && "
+       "ip link set eth0 up && ip link set lo up && "
+       # checksums complete in the frames the relay reads; MTU segments
+       "ethtool -K eth0 tx off tso off gso off >/dev/null", ns=NS_S)
+    # veth NAPI GRO at pgr0 needs TSO off on the sending end (m2)
+    sh("ip link set m1 up && ip link set m2 up && "
+       "ethtool -K m1 gro off >/dev/null && ethtool -K m2 tso off gso off >/dev/null",
+       ns=NS_M)
+    sh(f"ip addr add {A4[1]}/24 dev {RX} && ip addr add {A6[1]}/64 dev {RX} nodad && "
+       f"ip link set {RX} up && ethtool -K {RX} gro on >/dev/null")
+    yield
+    for name in ("enabled",):
+        try:
+            knob(name, 0)
+        except OSError:
+            pass
+    subprocess.run(["ip", "link", "del", RX], capture_output=True)
+    for ns in (NS_S, NS_M):
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+# --- crafted segments -------------------------------------------------------
+
+def csum(data):
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return (~s) & 0xFFFF
+
+
+def segment(v6, fc, seq, length, dst_mac):
+    src_mac = bytes([0x02, 0x70, 0x72, 0x65]) + struct.pack("!H", fc)
+    payload = b"x" * length
+    tcp = struct.pack("!HHIIBBHHH", 40000, PORT, seq, 1, 5 << 4, 0x10, 65535, 0, 0) + payload
+    if v6:
+        s, d = socket.inet_pton(socket.AF_INET6, A6[0]), socket.inet_pton(socket.AF_INET6, A6[1])
+        pseudo = s + d + struct.pack("!IxxxB", len(tcp), 6)
+        tcp = tcp[:16] + struct.pack("!H", csum(pseudo + tcp)) + tcp[18:]
+        ip = struct.pack("!IHBB", 6 << 28, len(tcp), 6, 64) + s + d
+        et = 0x86DD
+    else:
+        s, d = socket.inet_aton(A4[0]), socket.inet_aton(A4[1])
+        pseudo = s + d + struct.pack("!xBH", 6, len(tcp))
+        tcp = tcp[:16] + struct.pack("!H", csum(pseudo + tcp)) + tcp[18:]
+        ip = struct.pack("!BBHHHBBH", 0x45, 0, 20 + len(tcp), 1, 0x4000, 64, 6, 0) + s + d
+        ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+        et = 0x0800
+    return dst_mac + src_mac + struct.pack("!H", et) + ip + tcp
+
+
+INJECT = r"""
+import socket, sys
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind(("m2", 0))
+for h in sys.argv[1:]:
+    s.send(bytes.fromhex(h))
+"""
+
+
+def inject(frames):
+    subprocess.run(["nsenter", f"--net=/run/netns/{NS_M}", "--", sys.executable, "-c", INJECT]
+                   + [f.hex() for f in frames], check=True, timeout=60)
+
+
+def rx_mac():
+    with open(f"/sys/class/net/{RX}/address") as f:
+        return bytes.fromhex(f.read().strip().replace(":", ""))
+
+
+def test_knobs_defaults_and_refusals(lab):
+    assert knob("enabled") == 0, "Presto GRO must be off by default"
+    assert (knob("alpha"), knob("beta")) == (2, 2), "the paper's alpha = beta = 2"
+    assert all(v == 0 for v in counters().values())
+    for name, bad in (("enabled", 2), ("alpha", 0), ("beta", 0), ("max_segs", 0)):
+        with pytest.raises(OSError):
+            knob(name, bad)
+    knob("enabled", 1)
+    assert knob("enabled") == 1
+    knob("alpha", 3)
+    assert knob("alpha") == 3
+    knob("enabled", 0)
+    assert knob("enabled") == 0
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_loss_inside_flowcell_goes_up_at_once(lab, v6):
+    knob("timeout_min_us", 500000)
+    knob("timeout_max_us", 500000)
+    knob("enabled", 1)
+    mac = rx_mac()
+    # flowcell 7: 1000..1100, then (1100..1200 lost) 1200..1300
+    inject([segment(v6, 7, 1000, 100, mac), segment(v6, 7, 1200, 100, mac)])
+    c = counters()
+    assert c["pushed_loss"] == 1, c
+    assert c["held"] == 0 and c["pushed_timeout"] == 0, c
+    assert c["pushed_inorder"] == 1, c
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_timer_releases_a_segment_held_at_a_boundary(lab, v6):
+    knob("timeout_min_us", 300000)       # 300 ms: EWMA is 0, the clamp rules
+    knob("timeout_max_us", 300000)
+    knob("enabled", 1)
+    mac = rx_mac()
+    # flowcell 1: 1000..1100; flowcell 2 starts at 1300: a gap at the boundary
+    t0 = time.monotonic()
+    inject([segment(v6, 1, 1000, 100, mac), segment(v6, 2, 1300, 100, mac)])
+    c = counters()
+    waited = time.monotonic() - t0
+    assert waited < 0.3
+    assert c["held"] == 1 and c["pushed_timeout"] == 0, c
+    assert knob("flows") == 1
+    # no packet arrives any more: only the hrtimer can release it
+    deadline = time.monotonic() + 5
+    while knob("pushed_timeout") == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    c = counters()
+    assert c["pushed_timeout"] == 1, c
+    assert time.monotonic() - t0 >= 0.3
+    assert c["reorder_events"] == 0 and c["ewma_us"] == 0, "a timeout is not reordering"
+
+
+# --- a real connection through the relay --------------------------------------
+
+def transfer(v6, nbytes, mode, delay_ms=10):
+    relay = subprocess.Popen(["nsenter", f"--net=/run/netns/{NS_M}", "--", sys.executable,
+                              os.path.join(HERE, "presto_relay.py"), "m1", "m2",
+                              "--mode", mode, "--delay-ms", str(delay_ms)],
+                             stdout=subprocess.PIPE, text=True)
+    assert relay.stdout.readline().strip() == "ready"
+    fam = socket.AF_INET6 if v6 else socket.AF_INET
+    dst = A6[1] if v6 else A4[1]
+    srv = socket.socket(fam, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind((dst, PORT))
+    srv.listen(1)
+    got = []
+
+    def serve():
+        c, _ = srv.accept()
+        n = 0
+        while True:
+            b = c.recv(1 << 16)
+            if not b:
+                break
+            n += len(b)
+        got.append(n)
+        c.close()
+
+    th = threading.Thread(target=serve)
+    th.start()
+    ofo0 = ofo()
+    send = ("import socket,sys\n"
+            f"s=socket.create_connection(('{dst}',{PORT}))\n"
+            f"s.sendall(b'p'*{nbytes})\ns.close()\n")
+    subprocess.run(["nsenter", f"--net=/run/netns/{NS_S}", "--", sys.executable, "-c", send],
+                   check=True, timeout=120)
+    th.join(120)
+    srv.close()
+    relay.terminate()
+    st = json.loads(relay.communicate(timeout=30)[0].strip().splitlines()[-1])
+    assert got == [nbytes]
+    return ofo() - ofo0, st
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_swapped_flowcells_hidden_from_tcp(lab, v6):
+    nbytes = 24 * 65536
+    # stock GRO: the fast path's flowcells overtake the slow one's
+    off, st = transfer(v6, nbytes, "reorder")
+    assert st["delayed"] > 0 and st["cells"] >= 20, st
+    assert off > 0, "stock GRO should expose the reordering to TCP"
+    knob("timeout_min_us", 200000)      # above the relay's 10 ms delay and its jitter
+    knob("timeout_max_us", 400000)
+    knob("enabled", 1)
+    on, st = transfer(v6, nbytes, "reorder")
+    c = counters()
+    assert st["delayed"] > 0, st
+    assert c["held"] > 0 and c["reorder_events"] > 0, c
+    assert c["pushed_timeout"] == 0 and c["pushed_loss"] == 0, c
+    assert on == 0, f"TCP queued {on} segments out of order with Presto GRO ({c})"
+    assert c["ewma_us"] > 0, c
