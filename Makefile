@@ -20,7 +20,7 @@ PY := $(VENV)/bin/python
 REPEAT ?= 1
 
 .PHONY: all deps kernel kernel-debug kernel-release tools demo check check-host \
-	check-guest bench-d2tcp bench-htb bench-fastlane iproute2 ovs series checkpatch clean distclean help \
+	check-guest bench-d2tcp bench-htb bench-fastlane bench-presto iproute2 ovs series checkpatch clean distclean help \
 	testbed testbed-physical-selftest
 
 all: deps kernel-release tools demo testbed
@@ -76,6 +76,13 @@ bench-fastlane: deps kernel-release tools
 bench-htb: deps kernel-release tools
 	@$(PY) bench/htb.py --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-htb --repeat $(REPEAT)
 	@echo "report: $(RESULTS)/bench-htb/report.md"
+
+# Presto (docs/presto.md): Optimal, ECMP, MPTCP, ECMP over the spanning
+# trees and Presto's flowcells on the testbed's Clos, every workload of
+# Fig. 15 and mice beside elephants (testbed/experiments/presto.json).
+bench-presto: deps kernel-release tools ovs
+	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/presto.json --out $(RESULTS)/bench-presto --repeat $(REPEAT)
+	@echo "report: $(RESULTS)/bench-presto/report.md"
 
 # The testbed's default suite (testbed/experiments/default.json): Optimal,
 # ECMP and MPTCP on stride and random bijection, 16 hosts on a 2-tier Clos
