@@ -17,6 +17,7 @@
 
 #include <linux/hashtable.h>
 #include <linux/hrtimer.h>
+#include <linux/if_arp.h>
 #include <linux/if_ether.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
@@ -460,7 +461,9 @@ bool presto_gro_receive(struct napi_struct *napi, struct sk_buff *skb,
 	bool ctl;
 	u8 flags;
 
-	if (!skb_mac_header_was_set(skb) || skb->mac_len < ETH_HLEN)
+	/* skb->data is at the network header; mac_len is not set yet */
+	if (!skb_mac_header_was_set(skb) || skb->dev->type != ARPHRD_ETHER ||
+	    skb_mac_offset(skb) > -ETH_HLEN)
 		return false;
 	rcu_read_lock();
 	pd = presto_gro_dev_rcu(skb->dev);
