@@ -70,7 +70,10 @@ def lab_once():
     subprocess.run(["ip", "link", "del", RX], capture_output=True)
     sh(f"ip netns add {NS_S} && ip netns add {NS_M}")
     sh(f"ip link add eth0 netns {NS_S} type veth peer name m1 netns {NS_M}")
-    sh(f"ip link add {RX} type veth peer name m2 netns {NS_M}")
+    # one queue each way, as RSS keeps a flow on one queue of a NIC (the
+    # relay may run on either vCPU and AF_PACKET picks the queue by CPU)
+    sh(f"ip link add {RX} numtxqueues 1 numrxqueues 1 type veth peer name m2 "
+       f"netns {NS_M} numtxqueues 1 numrxqueues 1")
     sh(f"ip addr add {A4[0]}/24 dev eth0 && ip addr add {A6[0]}/64 dev eth0 nodad && "
        "ip link set eth0 up && ip link set lo up && "
        # checksums complete in the frames the relay reads; MTU segments
