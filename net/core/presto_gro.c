@@ -472,7 +472,12 @@ bool presto_gro_receive(struct napi_struct *napi, struct sk_buff *skb,
 		rcu_read_unlock();
 		return false;
 	}
-	ctl = flags & (TCPHDR_SYN | TCPHDR_RST | TCPHDR_FIN | TCPHDR_URG);
+	/* SYN and RST end the flow's resequencing; a FIN takes its sequence
+	 * number and is resequenced like data
+	 */
+	ctl = flags & (TCPHDR_SYN | TCPHDR_RST | TCPHDR_URG);
+	if (flags & TCPHDR_FIN)
+		len++;
 	hash = presto_gro_key_hash(&k);
 	now = ktime_get_ns();
 
@@ -483,11 +488,11 @@ bool presto_gro_receive(struct napi_struct *napi, struct sk_buff *skb,
 		return false;
 	}
 	if (ctl || !len) {
-		/* control and pure ACKs are not resequenced; what the flow
-		 * holds goes up first when the segment ends or resets it
+		/* control segments and pure ACKs are not resequenced; what
+		 * the flow holds goes up first when the segment resets it
 		 */
 		fe = presto_gro_flow_get(pd, &k, hash, false, now, &out);
-		if (fe && (flags & (TCPHDR_SYN | TCPHDR_RST | TCPHDR_FIN)))
+		if (fe && (flags & (TCPHDR_SYN | TCPHDR_RST)))
 			presto_gro_free_flow(pd, fe, &out);
 		else if (fe && ctl)
 			presto_gro_flow_drain(&fe->flow, &out, &pd->st);
