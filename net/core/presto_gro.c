@@ -17,6 +17,7 @@
 
 #include <linux/hashtable.h>
 #include <linux/hrtimer.h>
+#include <linux/if_arp.h>
 #include <linux/if_ether.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
@@ -460,7 +461,9 @@ bool presto_gro_receive(struct napi_struct *napi, struct sk_buff *skb,
 	bool ctl;
 	u8 flags;
 
-	if (!skb_mac_header_was_set(skb) || skb->mac_len < ETH_HLEN)
+	/* skb->data is at the network header; mac_len is not set yet */
+	if (!skb_mac_header_was_set(skb) || skb->dev->type != ARPHRD_ETHER ||
+	    skb_mac_offset(skb) > -ETH_HLEN)
 		return false;
 	rcu_read_lock();
 	pd = presto_gro_dev_rcu(skb->dev);
@@ -469,7 +472,12 @@ bool presto_gro_receive(struct napi_struct *napi, struct sk_buff *skb,
 		rcu_read_unlock();
 		return false;
 	}
-	ctl = flags & (TCPHDR_SYN | TCPHDR_RST | TCPHDR_FIN | TCPHDR_URG);
+	/* SYN and RST end the flow's resequencing; a FIN takes its sequence
+	 * number and is resequenced like data
+	 */
+	ctl = flags & (TCPHDR_SYN | TCPHDR_RST | TCPHDR_URG);
+	if (flags & TCPHDR_FIN)
+		len++;
 	hash = presto_gro_key_hash(&k);
 	now = ktime_get_ns();
 
@@ -480,11 +488,11 @@ bool presto_gro_receive(struct napi_struct *napi, struct sk_buff *skb,
 		return false;
 	}
 	if (ctl || !len) {
-		/* control and pure ACKs are not resequenced; what the flow
-		 * holds goes up first when the segment ends or resets it
+		/* control segments and pure ACKs are not resequenced; what
+		 * the flow holds goes up first when the segment resets it
 		 */
 		fe = presto_gro_flow_get(pd, &k, hash, false, now, &out);
-		if (fe && (flags & (TCPHDR_SYN | TCPHDR_RST | TCPHDR_FIN)))
+		if (fe && (flags & (TCPHDR_SYN | TCPHDR_RST)))
 			presto_gro_free_flow(pd, fe, &out);
 		else if (fe && ctl)
 			presto_gro_flow_drain(&fe->flow, &out, &pd->st);
