@@ -455,12 +455,14 @@ def test_drops_are_notified_and_exactly_those_bytes_resent(routed, v6):
     assert st["drops"] > 0, "the port never dropped: nothing tested"
     assert st["nf_generated"] == st["drops"] == len(nfs), "one notification per drop"
     # each notification counted once: every valid one is acted on (taken),
-    # the others came late, after their segment had been resent (stale) or
-    # acknowledged (below snd_una: bad sequence); none lost for the lock,
-    # the rate, a missing option
+    # unless over the per-socket rate cap (2 * cwnd + 16 a round trip, by
+    # design: 1 of 78 in the 2026-11-24 debug run); the others came late,
+    # after their segment had been resent (stale) or acknowledged (below
+    # snd_una: bad sequence).  None is lost for the lock (issue 20, defect
+    # 5: 7 of 22 were, with a queue of 8) or for a missing option
     assert d["TcpExtTCPFastLaneNotify"] + d["TcpExtTCPFastLaneStale"] + \
-        d["TcpExtTCPFastLaneBadSeq"] == len(nfs), d
-    assert d["TcpExtTCPFastLaneLockDropped"] == 0 and d["TcpExtTCPFastLaneRateLimited"] == 0, d
+        d["TcpExtTCPFastLaneBadSeq"] + d["TcpExtTCPFastLaneRateLimited"] == len(nfs), d
+    assert d["TcpExtTCPFastLaneLockDropped"] == 0 and d["TcpExtTCPFastLaneBadOpts"] == 0, d
     assert d["TcpExtTCPFastLaneNotify"] > 0, d
     assert d["TcpExtTCPFastLaneRetrans"] > 0, d
     # every notification taken was answered by a retransmission of exactly
