@@ -96,10 +96,37 @@ tcp_fastlane_classify(u32 seq, u32 end_seq, u32 snd_una, u32 snd_nxt)
 
 /* The per-socket rate limit: may one more notification be taken in a
  * round trip that has seen @count, with a congestion window of @cwnd?
+ * Only notifications that passed every check count (a flood of forged
+ * ones must not use up the budget of genuine ones).
  */
 static inline bool tcp_fastlane_within_rate(u32 count, u32 cwnd)
 {
 	return count < 2 * cwnd + TCP_FASTLANE_BURST;
+}
+
+/* Does a notification carry the options its connection puts on every
+ * segment?  @ts_ok: timestamps were negotiated; @sends_timeouts: the
+ * connection sends the timeout count.  A notification keeps the options
+ * of the packet it stands for: one without them is forged or mangled
+ * (leaving them out must not skip their checks).
+ */
+static inline bool tcp_fastlane_opts_ok(bool has_ts, bool ts_ok,
+					bool has_timeouts, bool sends_timeouts)
+{
+	return (has_ts || !ts_ok) && (has_timeouts || !sends_timeouts);
+}
+
+/* Does the recovery hold of Algorithm 1 still apply?  Only in the
+ * CA_Recovery that notifications entered or joined (same high_seq), and
+ * only until snd_una reaches its high_seq: a socket without SACK stays
+ * in CA_Recovery past that point (tcp_try_undo_recovery()) until data
+ * above it is acknowledged, which a hold would never let it send.
+ */
+static inline bool tcp_fastlane_hold(bool in_recovery, u32 high_seq,
+				     u32 fl_high_seq, u32 snd_una)
+{
+	return in_recovery && high_seq == fl_high_seq &&
+	       (s32)(snd_una - fl_high_seq) < 0;
 }
 
 #if IS_ENABLED(CONFIG_TCP_FASTLANE)
@@ -119,7 +146,7 @@ static inline bool tcp_fastlane_nf(const struct net *net, u8 dsfield,
 }
 
 /* Algorithm 1: no new data while the socket recovers from notifications,
- * that is until the recovery they started or joined ends (by the ACK of
+ * that is until the recovery they started or joined ends (snd_una at its
  * high_seq, an undo or a timeout).  From tcp_write_xmit().
  */
 static inline bool tcp_fastlane_holds_new_data(struct sock *sk)
@@ -128,17 +155,17 @@ static inline bool tcp_fastlane_holds_new_data(struct sock *sk)
 
 	if (likely(!tp->fastlane.recovering))
 		return false;
-	if (inet_csk(sk)->icsk_ca_state == TCP_CA_Recovery &&
-	    tp->high_seq == tp->fastlane.high_seq)
+	if (tcp_fastlane_hold(inet_csk(sk)->icsk_ca_state == TCP_CA_Recovery,
+			      tp->high_seq, tp->fastlane.high_seq,
+			      tp->snd_una))
 		return true;
 	tp->fastlane.recovering = 0;
 	return false;
 }
 
 bool tcp_fastlane_v4_rcv(struct net *net, struct sk_buff *skb);
-void tcp_fastlane_rcv(struct net *net, struct sock *sk, struct sk_buff *skb,
-		      u32 payload);
-void tcp_fastlane_release(struct sock *sk);
+void tcp_fastlane_rcv(struct net *net, struct sock *sk, struct sk_buff *skb);
+void tcp_fastlane_backlog_rcv(struct sock *sk, struct sk_buff *skb);
 
 #else
 
@@ -158,8 +185,10 @@ static inline bool tcp_fastlane_v4_rcv(struct net *net, struct sk_buff *skb)
 	return false;
 }
 
-static inline void tcp_fastlane_release(struct sock *sk)
+static inline void tcp_fastlane_backlog_rcv(struct sock *sk,
+					    struct sk_buff *skb)
 {
+	kfree_skb(skb);
 }
 
 static inline bool tcp_fastlane_holds_new_data(struct sock *sk)

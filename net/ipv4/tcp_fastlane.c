@@ -8,21 +8,32 @@
  * sch_fastlane.c), and the source retransmits at once instead of waiting
  * for duplicate ACKs or a timeout.
  *
- * A notification is untrusted input.  It is taken only when
+ * A notification is untrusted input: plaintext, unauthenticated, its
+ * checksum that of the packet it stands for.  It is taken only when
  * net.ipv4.tcp_fastlane is on and it carries the configured codepoint;
- * it must name an existing connection, and its sequence range must lie
- * within [snd_una, snd_nxt) (or be a SYN, SYN-ACK, FIN or pure ACK the
- * socket has sent).  Every segment of such a connection carries its
- * number of timeouts so far in an experimental TCP option (RFC 6994), which
- * the notification keeps: it must match, or the notification is from
- * before the last timeout (the paper's rule).  When the notification
- * carries the timestamp of the
- * dropped transmission, it must be that of the segment's last
+ * it must name an existing connection that nothing protects: a socket
+ * with TCP-MD5 or TCP-AO keys, an IPsec policy or transform, a minimum
+ * TTL (hop limit) the notification is below, or a socket filter that
+ * refuses it never acts on one (TCPFastLaneRefused): those checks come
+ * after this hook in tcp_v{4,6}_rcv(), and a notification cannot pass
+ * the first two anyway.  Its sequence range must lie within
+ * [snd_una, snd_nxt) (or be a SYN, SYN-ACK, FIN or pure ACK the socket
+ * has sent).  Every segment of such a connection carries its number of
+ * timeouts so far in an experimental TCP option (RFC 6994), which the
+ * notification keeps: it must match, or the notification is from before
+ * the last timeout (the paper's rule).  On a connection that negotiated
+ * timestamps, the notification's must be that of the segment's last
  * transmission: a notification from before a retransmission, or from
- * before a timeout, is stale.  Without timestamps, a notification for a
- * segment whose retransmission is in flight is ambiguous and ignored.
- * At most 2 * cwnd + 16 notifications are taken per socket and round
- * trip.  Everything else is counted (TCPFastLane* in nstat) and dropped.
+ * before a timeout, is stale.  A data notification without either
+ * option where the connection sends it is refused (TCPFastLaneBadOpts):
+ * leaving options out must not skip their checks.  Without timestamps,
+ * a notification for a segment whose retransmission is in flight is
+ * ambiguous and ignored.  At most 2 * cwnd + 16 notifications are taken
+ * per socket and round trip, counted after every other check, so that
+ * forged ones cannot use up the budget of genuine ones.  Everything else
+ * is counted (TCPFastLane* in nstat) and dropped.  A notification that
+ * finds the socket owned by the user waits in the socket's backlog like
+ * any segment (TCP_SKB_CB(skb)->fastlane marks it).
  *
  * Algorithm 1 of the paper maps onto Linux's loss recovery:
  *
@@ -36,19 +47,23 @@
  *  - the lowest sequence is always resent at once, even beyond that
  *    budget, so cumulative ACKs never stall behind it;
  *  - no new data is sent until that recovery ends, when snd_una reaches
- *    its high_seq (or it is undone, or a timeout takes over);
+ *    its high_seq (or it is undone, or a timeout takes over), even where
+ *    Linux keeps a socket without SACK in CA_Recovery past that point;
  *  - SACK, RACK-TLP, timestamps and the congestion control module keep
  *    working: the segment is marked lost as RACK would mark it, and the
  *    retransmission timer is rearmed, the last resort as before.
  */
 
+#include <linux/filter.h>
 #include <linux/kernel.h>
 #include <linux/tcp.h>
 #include <net/inet_hashtables.h>
 #include <net/ip.h>
+#include <net/ipv6.h>
 #include <net/request_sock.h>
 #include <net/tcp.h>
 #include <net/tcp_fastlane.h>
+#include <net/xfrm.h>
 
 /* What a notification says, taken out of its headers */
 struct tcp_fastlane_info {
@@ -116,9 +131,15 @@ static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *n
 	struct inet_connection_sock *icsk = inet_csk(sk);
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct net *net = sock_net(sk);
-	struct sk_buff *skb, *head, *first;
+	struct sk_buff *skb, *first;
 	u8 sacked;
 
+	/* every segment of the connection carries these options */
+	if (!tcp_fastlane_opts_ok(nf->has_ts, tp->rx_opt.tstamp_ok,
+				  nf->has_timeouts, tcp_fastlane_on(net))) {
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBADOPTS);
+		return;
+	}
 	skb = tcp_fastlane_find(sk, nf->seq);
 	if (!skb) {
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
@@ -135,6 +156,10 @@ static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *n
 		 * or a timeout's recovery owns it
 		 */
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
+		return;
+	}
+	if (!tcp_fastlane_rate_ok(sk)) {
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANERATELIMITED);
 		return;
 	}
 	NET_INC_STATS(net, LINUX_MIB_TCPFASTLANENOTIFY);
@@ -164,10 +189,17 @@ static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *n
 	/* no new data until this recovery ends (tcp_write_xmit()) */
 	tp->fastlane.recovering = 1;
 	tp->fastlane.high_seq = tp->high_seq;
-	head = tcp_rtx_queue_head(sk);
 	tcp_xmit_retransmit_queue(sk);
+	/* Resending a lost segment before ours may have collapsed ours into
+	 * it and freed it (tcp_retrans_try_collapse()): look it up again.
+	 */
+	skb = tcp_fastlane_find(sk, nf->seq);
+	if (!skb)
+		return;
 	/* the lowest sequence goes at once, whatever the budget */
-	if (skb == head && !(TCP_SKB_CB(skb)->sacked & TCPCB_SACKED_RETRANS)) {
+	if (skb == tcp_rtx_queue_head(sk) &&
+	    !(TCP_SKB_CB(skb)->sacked & TCPCB_SACKED_RETRANS)) {
+		/* this may collapse the skbs after it, never itself */
 		if (!tcp_retransmit_skb(sk, skb, 1))
 			tcp_rearm_rto(sk);
 	}
@@ -188,6 +220,10 @@ static void tcp_fastlane_syn(struct sock *sk, const struct tcp_fastlane_info *nf
 		NET_INC_STATS(sock_net(sk), LINUX_MIB_TCPFASTLANESTALE);
 		return;
 	}
+	if (!tcp_fastlane_rate_ok(sk)) {
+		NET_INC_STATS(sock_net(sk), LINUX_MIB_TCPFASTLANERATELIMITED);
+		return;
+	}
 	NET_INC_STATS(sock_net(sk), LINUX_MIB_TCPFASTLANENOTIFY);
 	if (!tcp_retransmit_skb(sk, skb, 1)) {
 		NET_INC_STATS(sock_net(sk), LINUX_MIB_TCPFASTLANECTLRESEND);
@@ -196,7 +232,9 @@ static void tcp_fastlane_syn(struct sock *sk, const struct tcp_fastlane_info *nf
 	}
 }
 
-/* Act on a notification; the socket is locked and not owned by user */
+/* Act on a notification; the socket is locked and not owned by user (or
+ * owned by us, from the backlog)
+ */
 static void tcp_fastlane_act(struct sock *sk, const struct tcp_fastlane_info *nf)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
@@ -218,6 +256,10 @@ static void tcp_fastlane_act(struct sock *sk, const struct tcp_fastlane_info *nf
 		break;
 	case TCP_FASTLANE_PURE_ACK:
 		/* the ACK carried state the peer needs (a window, a dupack) */
+		if (!tcp_fastlane_rate_ok(sk)) {
+			NET_INC_STATS(net, LINUX_MIB_TCPFASTLANERATELIMITED);
+			break;
+		}
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANENOTIFY);
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANECTLRESEND);
 		tcp_send_ack(sk);
@@ -227,27 +269,54 @@ static void tcp_fastlane_act(struct sock *sk, const struct tcp_fastlane_info *nf
 	}
 }
 
-/* Notifications that found the socket owned by user, from tcp_release_cb() */
-void tcp_fastlane_release(struct sock *sk)
+/* What the notification @skb says (its headers only are trusted to be
+ * there).  Returns false if its IP length is shorter than its headers.
+ */
+static bool tcp_fastlane_parse(struct net *net, struct sk_buff *skb,
+			       struct tcp_fastlane_info *nf)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
-	unsigned int i, n = tp->fastlane.n_deferred;
+	const struct tcphdr *th = tcp_hdr(skb);
+	struct tcp_options_received opt = {};
+	unsigned int hlen, total;
 
-	tp->fastlane.n_deferred = 0;
-	for (i = 0; i < n; i++) {
-		const struct tcp_fastlane_deferred *d = &tp->fastlane.deferred[i];
-		struct tcp_fastlane_info nf = {
-			.seq = d->seq,
-			.end_seq = d->end_seq,
-			.tsval = d->tsval,
-			.has_ts = d->flags & 1,
-			.syn = d->flags & 2,
-			.ack = d->flags & 4,
-		};
-
-		tcp_fastlane_act(sk, &nf);
-	}
+	hlen = skb_transport_header(skb) - skb_network_header(skb) +
+	       th->doff * 4;
+	if (skb->protocol == htons(ETH_P_IP))
+		total = ntohs(ip_hdr(skb)->tot_len);
+	else
+		total = ntohs(ipv6_hdr(skb)->payload_len) +
+			sizeof(struct ipv6hdr);
+	if (total < hlen)
+		return false;
+	tcp_parse_options(net, skb, &opt, 0, NULL);
+	nf->seq = ntohl(th->seq);
+	nf->end_seq = nf->seq + (total - hlen) + th->syn + th->fin;
+	nf->has_ts = opt.saw_tstamp;
+	nf->tsval = opt.rcv_tsval;
+	nf->syn = th->syn;
+	nf->ack = th->ack;
+	nf->has_timeouts = tcp_fastlane_parse_timeouts((const u8 *)(th + 1),
+						       th->doff * 4 - sizeof(*th),
+						       &nf->timeouts);
+	return true;
 }
+
+/**
+ * tcp_fastlane_backlog_rcv - a notification that found @sk owned by user
+ * @sk: the socket, owned by us now (__release_sock())
+ * @skb: the notification, from the backlog (TCP_SKB_CB(skb)->fastlane)
+ *
+ * Consumes @skb.  Called from tcp_v{4,6}_do_rcv().
+ */
+void tcp_fastlane_backlog_rcv(struct sock *sk, struct sk_buff *skb)
+{
+	struct tcp_fastlane_info nf = {};
+
+	if (tcp_fastlane_parse(sock_net(sk), skb, &nf))
+		tcp_fastlane_act(sk, &nf);
+	consume_skb(skb);
+}
+EXPORT_SYMBOL_GPL(tcp_fastlane_backlog_rcv);
 
 /* A notification for a request socket: resend the SYN-ACK */
 static void tcp_fastlane_req(struct net *net, struct request_sock *req,
@@ -263,41 +332,87 @@ static void tcp_fastlane_req(struct net *net, struct request_sock *req,
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANECTLRESEND);
 }
 
+/* Must @sk (established, or a request socket) refuse the notification
+ * @skb?  The checks tcp_v{4,6}_rcv() makes of a segment after the hook
+ * that takes notifications: a protected connection never acts on a
+ * plaintext notification, whatever it says.  From the receive path
+ * (RCU), before TCP_SKB_CB() overwrites IPCB().
+ */
+static bool tcp_fastlane_refused(struct sock *sk, struct sk_buff *skb)
+{
+	struct sock *full = sk;
+	struct dst_entry *dst;
+
+	if (sk->sk_state == TCP_NEW_SYN_RECV)
+		full = inet_reqsk(sk)->rsk_listener;
+#ifdef CONFIG_TCP_MD5SIG
+	if (rcu_access_pointer(tcp_sk(full)->md5sig_info))
+		return true;
+#endif
+#ifdef CONFIG_TCP_AO
+	if (rcu_access_pointer(tcp_sk(full)->ao_info))
+		return true;
+#endif
+#ifdef CONFIG_XFRM
+	if (rcu_access_pointer(full->sk_policy[0]) ||
+	    rcu_access_pointer(full->sk_policy[1]))
+		return true;
+#endif
+	if (sk_fullsock(sk)) {
+		dst = __sk_dst_get(sk);
+		if (dst && dst_xfrm(dst))
+			return true;
+	}
+	if (skb->protocol == htons(ETH_P_IP)) {
+		if (ip_hdr(skb)->ttl < READ_ONCE(inet_sk(full)->min_ttl))
+			return true;
+		if (!xfrm4_policy_check(full, XFRM_POLICY_IN, skb))
+			return true;
+	}
+#if IS_ENABLED(CONFIG_IPV6)
+	if (skb->protocol == htons(ETH_P_IPV6)) {
+		if (full->sk_family == AF_INET6 &&
+		    ipv6_hdr(skb)->hop_limit < READ_ONCE(inet6_sk(full)->min_hopcount))
+			return true;
+		if (!xfrm6_policy_check(full, XFRM_POLICY_IN, skb))
+			return true;
+	}
+#endif
+	/* may trim @skb after its TCP header: the IP length stays */
+	return tcp_filter(full, skb);
+}
+
 /**
  * tcp_fastlane_rcv - take a notification for socket @sk
  * @net: the namespace it arrived in
  * @sk: the socket it names (a reference, released here), or NULL
  * @skb: the notification, network and transport headers set, the TCP
- *	 header and its options pulled
- * @payload: bytes of payload the dropped packet had, from its IP length
+ *	 header and its options pulled, skb->data at the TCP header
  *
  * Consumes @skb.
  */
-void tcp_fastlane_rcv(struct net *net, struct sock *sk, struct sk_buff *skb,
-		      u32 payload)
+void tcp_fastlane_rcv(struct net *net, struct sock *sk, struct sk_buff *skb)
 {
-	const struct tcphdr *th = tcp_hdr(skb);
-	struct tcp_options_received opt = {};
 	struct tcp_fastlane_info nf = {};
 
+	if (!tcp_fastlane_parse(net, skb, &nf)) {
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBADSEQ);
+		if (sk)
+			sock_gen_put(sk);
+		goto out;
+	}
 	if (!sk) {
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANENOSOCKET);
 		goto out;
 	}
-	tcp_parse_options(net, skb, &opt, 0, NULL);
-	nf.seq = ntohl(th->seq);
-	nf.end_seq = nf.seq + payload + th->syn + th->fin;
-	nf.has_ts = opt.saw_tstamp;
-	nf.tsval = opt.rcv_tsval;
-	nf.syn = th->syn;
-	nf.ack = th->ack;
-	nf.has_timeouts = tcp_fastlane_parse_timeouts((const u8 *)(th + 1),
-						      th->doff * 4 - sizeof(*th),
-						      &nf.timeouts);
-
 	if (sk->sk_state == TCP_TIME_WAIT) {
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
 		inet_twsk_put(inet_twsk(sk));
+		goto out;
+	}
+	if (tcp_fastlane_refused(sk, skb)) {
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEREFUSED);
+		sock_gen_put(sk);
 		goto out;
 	}
 	if (sk->sk_state == TCP_NEW_SYN_RECV) {
@@ -307,36 +422,24 @@ void tcp_fastlane_rcv(struct net *net, struct sock *sk, struct sk_buff *skb,
 	}
 
 	bh_lock_sock(sk);
-	if (!tcp_fastlane_rate_ok(sk)) {
-		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANERATELIMITED);
-	} else if (!sock_owned_by_user(sk)) {
+	if (!sock_owned_by_user(sk)) {
 		tcp_fastlane_act(sk, &nf);
 	} else {
-		struct tcp_sock *tp = tcp_sk(sk);
-		struct tcp_fastlane_deferred *d;
-
-		/* the timeout count is judged now: a timeout later on
-		 * puts the socket in CA_Loss, where notifications are stale
-		 */
-		if (nf.has_timeouts && nf.timeouts != tp->total_rto) {
-			NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
-		} else if (tp->fastlane.n_deferred >= TCP_FASTLANE_DEFERRED_MAX) {
+		/* like any segment: the owner processes it on release */
+		TCP_SKB_CB(skb)->fastlane = 1;
+		if (unlikely(sk_add_backlog(sk, skb,
+					    READ_ONCE(sk->sk_rcvbuf) +
+					    READ_ONCE(sk->sk_sndbuf)))) {
 			NET_INC_STATS(net, LINUX_MIB_TCPFASTLANELOCKDROPPED);
 		} else {
-			d = &tp->fastlane.deferred[tp->fastlane.n_deferred++];
-			d->seq = nf.seq;
-			d->end_seq = nf.end_seq;
-			d->tsval = nf.tsval;
-			d->flags = nf.has_ts | nf.syn << 1 | nf.ack << 2;
-			if (!test_and_set_bit(TCP_FASTLANE_DEFERRED,
-					      &sk->sk_tsq_flags))
-				sock_hold(sk);
+			skb = NULL;
 		}
 	}
 	bh_unlock_sock(sk);
 	sock_put(sk);
 out:
-	consume_skb(skb);
+	if (skb)
+		consume_skb(skb);
 }
 EXPORT_SYMBOL_GPL(tcp_fastlane_rcv);
 
@@ -352,16 +455,10 @@ bool tcp_fastlane_v4_rcv(struct net *net, struct sk_buff *skb)
 {
 	const struct iphdr *iph = ip_hdr(skb);
 	const struct tcphdr *th = tcp_hdr(skb);
-	unsigned int hlen = iph->ihl * 4 + th->doff * 4;
 	struct sock *sk;
 
 	if (!tcp_fastlane_nf(net, ipv4_get_dsfield(iph), iph->protocol))
 		return false;
-	if (ntohs(iph->tot_len) < hlen) {
-		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBADSEQ);
-		consume_skb(skb);
-		return true;
-	}
 	/* ours is the source of the dropped packet: the addresses are
 	 * swapped, the ports are not
 	 */
@@ -369,6 +466,6 @@ bool tcp_fastlane_v4_rcv(struct net *net, struct sk_buff *skb)
 				       iph->saddr, th->dest, iph->daddr,
 				       ntohs(th->source), inet_iif(skb),
 				       inet_sdif(skb));
-	tcp_fastlane_rcv(net, sk, skb, ntohs(iph->tot_len) - hlen);
+	tcp_fastlane_rcv(net, sk, skb);
 	return true;
 }

@@ -73,6 +73,37 @@ static void fastlane_rate_limit(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, tcp_fastlane_within_rate(18, 1));
 }
 
+static void fastlane_required_options(struct kunit *test)
+{
+	/* a connection with timestamps and the timeout count: both needed */
+	KUNIT_EXPECT_TRUE(test, tcp_fastlane_opts_ok(true, true, true, true));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_opts_ok(false, true, true, true));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_opts_ok(true, true, false, true));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_opts_ok(false, true, false, true));
+	/* without timestamps negotiated, none is needed (nor harmful) */
+	KUNIT_EXPECT_TRUE(test, tcp_fastlane_opts_ok(false, false, true, true));
+	KUNIT_EXPECT_TRUE(test, tcp_fastlane_opts_ok(true, false, true, true));
+	/* a connection that does not send the count (FastLane off) */
+	KUNIT_EXPECT_TRUE(test, tcp_fastlane_opts_ok(true, true, false, false));
+}
+
+static void fastlane_recovery_hold(struct kunit *test)
+{
+	/* in the recovery notifications entered, below its high_seq */
+	KUNIT_EXPECT_TRUE(test, tcp_fastlane_hold(true, 9000, 9000, 5000));
+	/* snd_una at high_seq: over, even if a Reno socket is still in
+	 * CA_Recovery (tcp_try_undo_recovery())
+	 */
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_hold(true, 9000, 9000, 9000));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_hold(true, 9000, 9000, 9001));
+	/* another recovery, or none */
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_hold(true, 12000, 9000, 5000));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_hold(false, 9000, 9000, 5000));
+	/* sequence numbers wrap */
+	KUNIT_EXPECT_TRUE(test, tcp_fastlane_hold(true, 100, 100, 0xfffffff0));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_hold(true, 100, 100, 100));
+}
+
 static void fastlane_timeout_option(struct kunit *test)
 {
 	/* NOP NOP TS(10) NOP NOP EXP(6) FA57 0003 */
@@ -104,6 +135,8 @@ static struct kunit_case fastlane_tcp_cases[] = {
 	KUNIT_CASE(fastlane_range_wraps),
 	KUNIT_CASE(fastlane_range_pure_ack),
 	KUNIT_CASE(fastlane_rate_limit),
+	KUNIT_CASE(fastlane_required_options),
+	KUNIT_CASE(fastlane_recovery_hold),
 	{}
 };
 

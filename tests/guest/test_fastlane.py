@@ -315,19 +315,35 @@ def delta(a, b, keys):
 
 FL_KEYS = ["TcpExtTCPFastLaneNotify", "TcpExtTCPFastLaneRetrans", "TcpExtTCPFastLaneCtlResend",
            "TcpExtTCPFastLaneNoSocket", "TcpExtTCPFastLaneBadSeq", "TcpExtTCPFastLaneStale",
-           "TcpExtTCPFastLaneRateLimited", "TcpExtTCPFastLaneLockDropped"]
+           "TcpExtTCPFastLaneRateLimited", "TcpExtTCPFastLaneLockDropped",
+           "TcpExtTCPFastLaneRefused", "TcpExtTCPFastLaneBadOpts"]
+
+
+TCP_MD5SIG = 14
+
+
+def md5sig(peer, v6, key):
+    """struct tcp_md5sig: a TCP-MD5 key for the peer address"""
+    if v6:
+        sa = struct.pack("=H", socket.AF_INET6) + struct.pack("!HI", 0, 0) + \
+            socket.inet_pton(socket.AF_INET6, peer) + struct.pack("=I", 0)
+    else:
+        sa = struct.pack("=H", socket.AF_INET) + struct.pack("!H", 0) + socket.inet_aton(peer)
+    return sa.ljust(128, b"\0") + struct.pack("=BBHi", 0, 0, len(key), 0) + key.ljust(80, b"\0")
 
 
 class Conn:
     """a TCP connection h1 -> h2 (python sockets in the namespaces); the
     sender side is self.c"""
 
-    def __init__(self, lab, v6, port=7000):
+    def __init__(self, lab, v6, port=7000, md5=None):
         fam = socket.AF_INET6 if v6 else socket.AF_INET
         dst = lab.ip("h2", v6)
         with netns(lab.ns("h2")):
             self.ls = socket.socket(fam, socket.SOCK_STREAM)
             self.ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if md5:
+                self.ls.setsockopt(socket.IPPROTO_TCP, TCP_MD5SIG, md5sig(lab.ip("h1", v6), v6, md5))
             self.ls.bind((dst, port))
             self.ls.listen(4)
         self.received = 0
@@ -335,6 +351,8 @@ class Conn:
         self.t.start()
         with netns(lab.ns("h1")):
             self.c = socket.socket(fam, socket.SOCK_STREAM)
+        if md5:
+            self.c.setsockopt(socket.IPPROTO_TCP, TCP_MD5SIG, md5sig(dst, v6, md5))
         self.c.settimeout(60)
         self.c.connect((dst, port))
         self.sport = self.c.getsockname()[1]
@@ -412,11 +430,10 @@ def test_drops_are_notified_and_exactly_those_bytes_resent(routed, v6):
     sh("sysctl -qw net.ipv4.tcp_fastlane=1", ns=h1)
     before = nstat(h1)
     conn = Conn(port.lab, v6, port=7000 + v6)
-    # all the data in the send buffer at once: a sender that loops in
-    # sendall() owns its socket lock much of the time in the debug guest,
-    # and notifications that find it owned wait in a queue of 8, beyond
-    # which they are dropped (TCPFastLaneLockDropped)
-    conn.c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+    # a sender that loops in sendall() owns its socket lock much of the
+    # time in the debug guest: notifications that find it owned wait in
+    # the socket's backlog like any segment (issue 20, defect 5: a private
+    # queue of 8 dropped the rest)
     done = threading.Event()
     t, got = sniff(h1, "eth0", 120, stop=done)
     time.sleep(0.3)
@@ -437,16 +454,16 @@ def test_drops_are_notified_and_exactly_those_bytes_resent(routed, v6):
     assert conn.received == len(data)
     assert st["drops"] > 0, "the port never dropped: nothing tested"
     assert st["nf_generated"] == st["drops"] == len(nfs), "one notification per drop"
-    # each notification counted once: taken, or stale/late (its segment
-    # acknowledged or resent since), over the rate, or the socket's
-    # deferred queue full; none for a socket that does not exist
-    assert sum(d[k] for k in FL_KEYS if k not in ("TcpExtTCPFastLaneRetrans",
-                                                  "TcpExtTCPFastLaneCtlResend")) == len(nfs), d
-    assert d["TcpExtTCPFastLaneNoSocket"] == 0
-    # at least a quarter are taken; the rest came late, in this slow
-    # guest, after the segment had been resent or acknowledged (2026-11-23
-    # check: 5 of 22 taken with a small send buffer, 7 dropped for the lock)
-    assert d["TcpExtTCPFastLaneNotify"] >= 0.25 * len(nfs), d
+    # each notification counted once: every valid one is acted on (taken),
+    # unless over the per-socket rate cap (2 * cwnd + 16 a round trip, by
+    # design: 1 of 78 in the 2026-11-24 debug run); the others came late,
+    # after their segment had been resent (stale) or acknowledged (below
+    # snd_una: bad sequence).  None is lost for the lock (issue 20, defect
+    # 5: 7 of 22 were, with a queue of 8) or for a missing option
+    assert d["TcpExtTCPFastLaneNotify"] + d["TcpExtTCPFastLaneStale"] + \
+        d["TcpExtTCPFastLaneBadSeq"] + d["TcpExtTCPFastLaneRateLimited"] == len(nfs), d
+    assert d["TcpExtTCPFastLaneLockDropped"] == 0 and d["TcpExtTCPFastLaneBadOpts"] == 0, d
+    assert d["TcpExtTCPFastLaneNotify"] > 0, d
     assert d["TcpExtTCPFastLaneRetrans"] > 0, d
     # every notification taken was answered by a retransmission of exactly
     # its bytes, within a second (the debug guest is slow)
@@ -493,13 +510,13 @@ class Blocked:
             self.conn.close(wait=False)
             self.conn = None
 
-    def connect(self, v6):
+    def connect(self, v6, md5=None):
         """a new connection, established before the path is blocked"""
         self.release()
         tc("qdisc del dev h2 root", self.lab.sw, check=False)
         self.v6 = v6
         self.port += 1
-        self.conn = Conn(self.lab, v6, port=self.port)
+        self.conn = Conn(self.lab, v6, port=self.port, md5=md5)
         time.sleep(0.3)
         tc("qdisc add dev h2 root netem loss 100%", self.lab.sw)
         return self
@@ -512,8 +529,11 @@ class Blocked:
         return [(ts, p, raw) for ts, out, raw in got for p in [parse(raw)]
                 if p and not out and p["dport"] == self.conn.port and tcp_payload_len(p) > 0]
 
-    def notify(self, raw, tsval=None, seq=None, sport=None, count=1, timeouts=None, to="h1"):
-        """send host to the notification a switch would make of frame raw"""
+    def notify(self, raw, tsval=None, seq=None, sport=None, count=1, timeouts=None, to="h1",
+               strip=(), send=True):
+        """send host to the notification a switch would make of frame raw
+        (with the options of kinds in strip left out: forged); send=False:
+        only return the frame"""
         eth = 14
         ip = bytearray(raw[eth:])
         if self.v6:
@@ -526,8 +546,6 @@ class Blocked:
             ihl = (ip[0] & 15) * 4
             ip[12:16], ip[16:20] = ip[16:20], ip[12:16]
             ip[1] = (DSCP << 2) | (ip[1] & 3)
-            ip[10:12] = b"\0\0"
-            ip[10:12] = struct.pack("!H", csum(bytes(ip[:ihl])))
         doff = (ip[ihl + 12] >> 4) * 4
         ip = ip[:ihl + doff]
         if seq is not None:
@@ -544,11 +562,36 @@ class Blocked:
             i = o.find(bytes([8, 10]))
             assert i >= 0, "no timestamp option"
             ip[ihl + 20 + i + 2:ihl + 20 + i + 6] = struct.pack("!I", tsval)
+        if strip:
+            o, kept, i = bytes(ip[ihl + 20:ihl + doff]), b"", 0
+            while i < len(o):
+                n = 1 if o[i] in (0, 1) else o[i + 1]
+                if o[i] not in strip:
+                    kept += o[i:i + n]
+                i += n
+            kept += b"\1" * (-len(kept) % 4)
+            assert len(kept) < len(o), f"no option of kinds {strip}"
+            shorter = doff - 20 - len(kept)
+            ip = ip[:ihl + 20] + kept
+            ip[ihl + 12] = ((20 + len(kept)) // 4) << 4 | (ip[ihl + 12] & 15)
+            # the payload the notification stands for stays the same
+            if self.v6:
+                ip[4:6] = struct.pack("!H", struct.unpack("!H", ip[4:6])[0] - shorter)
+            else:
+                ip[2:4] = struct.pack("!H", struct.unpack("!H", ip[2:4])[0] - shorter)
+        if not self.v6:
+            ip[10:12] = b"\0\0"
+            ip[10:12] = struct.pack("!H", csum(bytes(ip[:ihl])))
         fr = b"".join(self.macs[to]) + raw[12:14] + bytes(ip)
+        if send:
+            self.send_frames([fr] * count, to)
+        return fr
+
+    def send_frames(self, frames, to="h1"):
         with netns(self.lab.sw):
             s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
             s.bind((to, 0))
-            for _ in range(count):
+            for fr in frames:
                 s.send(fr)
             s.close()
 
@@ -601,29 +644,36 @@ def test_spoofed_notifications_are_counted_and_dropped(blocked, v6):
         b.notify(raw0, seq=(p0["seq"] + 10_000_000) & 0xffffffff)
         # before snd_una
         b.notify(raw0, seq=(p0["seq"] - 100_000) & 0xffffffff)
-        # a timestamp this segment was never sent with
+        # timestamps this segment was never sent with
         b.notify(raw0, tsval=(tsval_of(p0) - 12345) & 0xffffffff)
+        b.notify(raw0, tsval=(tsval_of(p0) + 1) & 0xffffffff)
         # from before a timeout this connection never had
         assert timeouts_of(p0) == 0, "every segment carries the timeout count"
         b.notify(raw0, timeouts=1)
+        # the options that would show it stale left out: timestamps, the
+        # timeout count, both (defect 4 of issue 20: each was checked only
+        # when present)
+        b.notify(raw0, strip={8})
+        b.notify(raw0, strip={254})
+        b.notify(raw0, strip={8, 254})
         time.sleep(0.5)
         n1 = nstat(b.h1)
         d = delta(n0, n1, FL_KEYS)
         print(f"spoofed: {d}")
+        assert d["TcpExtTCPFastLaneNotify"] == 0 and d["TcpExtTCPFastLaneRetrans"] == 0
         assert d["TcpExtTCPFastLaneNoSocket"] == 1
         assert d["TcpExtTCPFastLaneBadSeq"] == 2
-        assert d["TcpExtTCPFastLaneStale"] == 2
-        assert d["TcpExtTCPFastLaneNotify"] == 0 and d["TcpExtTCPFastLaneRetrans"] == 0
+        assert d["TcpExtTCPFastLaneStale"] == 3
+        assert d["TcpExtTCPFastLaneBadOpts"] == 3
         # a flood: bounded per round trip, counted, the kernel unharmed
         t, got = b.watch(3)
         b.notify(raw0, seq=(p0["seq"] + 10_000_000) & 0xffffffff, count=2000)
         t.join()
         d = delta(n1, nstat(b.h1), FL_KEYS)
         print(f"flood: {d}")
-        # each counted once, as out of window or over the rate limit
-        # (2 * cwnd + 16 a round trip; how many that is depends on how
-        # fast the guest injects)
-        assert d["TcpExtTCPFastLaneBadSeq"] + d["TcpExtTCPFastLaneRateLimited"] == 2000
+        # each counted once, as out of window: the rate limit counts only
+        # notifications that pass every other check
+        assert d["TcpExtTCPFastLaneBadSeq"] == 2000 and d["TcpExtTCPFastLaneRateLimited"] == 0, d
         assert d["TcpExtTCPFastLaneNotify"] == d["TcpExtTCPFastLaneRetrans"] == 0
         beyond = [p for _, out, raw in got for p in [parse(raw)]
                   if p and not out and p["dport"] == b.conn.port and
@@ -882,3 +932,237 @@ def test_synack_is_resent_at_once(blocked, v6):
         ls.close()
         tc("qdisc del dev h1 root", b.lab.sw, check=False)
         sh("sysctl -qw net.ipv4.tcp_fastlane=0", ns=h2)
+
+
+# ------------------------------------------------- defects fixed (issue 20)
+
+SPLAT = ("BUG:", "WARNING: CPU:", "Oops:", "------------[ cut here ]------------",
+         "possible circular locking")
+
+
+def splats():
+    """the kernel's splat lines so far (KASAN reports start with BUG:)"""
+    out = subprocess.run(["dmesg"], capture_output=True, text=True).stdout
+    return [ln for ln in out.splitlines() if any(x in ln for x in SPLAT)]
+
+
+class Sysctls:
+    """set sysctls in a namespace for a while, then put them back"""
+
+    def __init__(self, ns, **kv):
+        self.ns, self.kv = ns, {f"net.ipv4.{k}": v for k, v in kv.items()}
+
+    def __enter__(self):
+        self.saved = {k: sh(f"sysctl -n {k}", ns=self.ns).strip() for k in self.kv}
+        sh("sysctl -qw " + " ".join(f"{k}={v}" for k, v in self.kv.items()), ns=self.ns)
+        return self
+
+    def __exit__(self, *exc):
+        sh("sysctl -qw " + " ".join(f"{k}={v}" for k, v in self.saved.items()), ns=self.ns)
+
+
+SMALL = 300
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_collapsed_segment_not_used_after_free(blocked, v6):
+    """Defect 3: resending a lost segment collapses the small segments
+    after it into it (tcp_retrans_try_collapse), the notified one
+    included: the notification's handler must not touch that skb again.
+    s1 is notified while its original still waits in h1's own queue
+    (netem delay), so it cannot be resent yet; s2's notification later
+    resends s1, which swallows s2.  KASAN reports the old code's read."""
+    b = blocked
+    h1 = b.h1
+    # no tail loss probe (it would resend s1-s4 on its own), no corking:
+    # one skb per send; without timestamps the notification's sequence
+    # numbers are all it needs
+    with Sysctls(h1, tcp_timestamps=0, tcp_early_retrans=0, tcp_autocorking=0):
+        b.connect(v6)
+        try:
+            b.conn.c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            segs = b.send_and_capture(SMALL, 1.0)
+            assert len(segs) == 1 and tcp_payload_len(segs[0][1]) == SMALL, segs
+            _, p0, raw0 = segs[0]
+            tc("qdisc add dev eth0 root netem delay 1500ms", h1)
+            bad = splats()
+            n0 = nstat(h1)
+            for _ in range(4):
+                b.conn.c.send(b"s" * SMALL)
+                time.sleep(0.02)
+            time.sleep(0.1)
+            b.notify(raw0, seq=(p0["seq"] + SMALL) & 0xffffffff)
+            time.sleep(0.3)
+            n1 = nstat(h1)
+            time.sleep(2.0)         # the originals leave h1 (and die at the router)
+            t, got = b.watch(2.5)
+            time.sleep(0.2)
+            b.notify(raw0, seq=(p0["seq"] + 2 * SMALL) & 0xffffffff)
+            t.join()
+            n2 = nstat(h1)
+            keys = FL_KEYS + ["TcpExtTCPSpuriousRtxHostQueues"]
+            d1, d2 = delta(n0, n1, keys), delta(n1, n2, keys)
+            resent = [tcp_payload_len(p) for _, out, raw in got for p in [parse(raw)]
+                      if p and not out and p["dport"] == b.conn.port
+                      and p["seq"] == (p0["seq"] + SMALL) & 0xffffffff]
+            print(f"s1 notified: {d1}\ns2 notified: {d2}\nresent from s1: {resent}")
+            # s1 taken, but its original was still in the host: not resent
+            assert d1["TcpExtTCPFastLaneNotify"] == 1 and d1["TcpExtTCPFastLaneRetrans"] == 0, d1
+            assert d1["TcpExtTCPSpuriousRtxHostQueues"] >= 1, d1
+            # s2 taken and resent, within s1's retransmission (s1-s4 in one)
+            assert d2["TcpExtTCPFastLaneNotify"] == 1 and d2["TcpExtTCPFastLaneRetrans"] == 1, d2
+            assert resent and resent[0] == 4 * SMALL, resent
+            assert splats() == bad, "a splat: " + "\n".join(splats()[len(bad):])
+        finally:
+            tc("qdisc del dev eth0 root", h1, check=False)
+            b.release()
+
+
+def attach_drop_all_filter(s):
+    """a classic BPF socket filter that drops every packet"""
+    import ctypes
+    insn = ctypes.create_string_buffer(struct.pack("=HBBI", 0x06, 0, 0, 0))    # ret #0
+    s.setsockopt(socket.SOL_SOCKET, 26, struct.pack("=HxxxxxxQ", 1, ctypes.addressof(insn)))
+    return insn
+
+
+@pytest.mark.parametrize("guard", ["md5", "minttl", "filter"])
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_protected_connection_refuses_notifications(blocked, v6, guard):
+    """Defect 2: a notification is plaintext and unauthenticated: a
+    connection protected by TCP-MD5 (or TCP-AO, or IPsec), by a minimum
+    TTL or by a socket filter never acts on one (counted Refused), where
+    it would refuse the same packet as a segment"""
+    b = blocked
+    b.connect(v6, md5=b"fastlane-md5-key" if guard == "md5" else None)
+    keep = None
+    try:
+        c = b.conn.c
+        if guard == "minttl":
+            if v6:
+                c.setsockopt(socket.IPPROTO_IPV6, 73, 255)      # IPV6_MINHOPCOUNT
+            else:
+                c.setsockopt(socket.IPPROTO_IP, 21, 255)        # IP_MINTTL
+        elif guard == "filter":
+            keep = attach_drop_all_filter(c)
+        segs = b.send_and_capture(2 * 1448, 1.0)
+        assert segs, "no data in flight"
+        _, p0, raw0 = segs[0]
+        if guard == "md5":
+            assert bytes([19, 18]) in p0["opts"], "no TCP-MD5 option on the wire"
+        n0 = nstat(b.h1)
+        t, got = b.watch(1.0)
+        time.sleep(0.2)
+        t_nf = time.time()
+        b.notify(latest(segs)[0][2])
+        t.join()
+        d = delta(n0, nstat(b.h1), FL_KEYS)
+        resent = [p for ts, out, raw in got for p in [parse(raw)]
+                  if p and not out and ts >= t_nf and p["dport"] == b.conn.port and tcp_payload_len(p) > 0]
+        print(f"{guard}: {d}, resent {len(resent)}")
+        assert d["TcpExtTCPFastLaneNotify"] == 0 and d["TcpExtTCPFastLaneRetrans"] == 0, d
+        assert d["TcpExtTCPFastLaneRefused"] == 1, d
+        assert resent == [], "a refused notification made the sender resend"
+    finally:
+        del keep
+        b.release()
+
+
+@pytest.mark.parametrize("opts", ["sack-off", "sack-off-ts-off"])
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_recovery_ends_without_sack(blocked, v6, opts):
+    """Defect 1: without SACK (the paper's set-up) Linux keeps a Reno
+    socket in CA_Recovery after snd_una reaches high_seq, until data
+    above it is acknowledged; the recovery hold must end there anyway,
+    or the data written meanwhile waits forever (no timer is armed)"""
+    b = blocked
+    kv = dict(tcp_sack=0)
+    if opts.endswith("ts-off"):
+        kv["tcp_timestamps"] = 0
+    with Sysctls(b.h1, **kv):
+        b.connect(v6)
+        try:
+            segs = b.send_and_capture(4 * 1448, 1.0)
+            assert len(segs) >= 4, "no flight in flight"
+            _, p0, raw0 = segs[0]
+            # the path opens; the flight is lost; a notification for its
+            # first segment starts a recovery (NewReno resends the rest)
+            tc("qdisc del dev h2 root", b.lab.sw)
+            n0 = nstat(b.h1)
+            b.notify(raw0)
+            time.sleep(0.3)
+            b.conn.c.send(b"z" * 4 * 1448)
+            end = time.time() + 8
+            while b.conn.received < 8 * 1448 and time.time() < end:
+                time.sleep(0.1)
+            d = delta(n0, nstat(b.h1), FL_KEYS + ["TcpExtTCPTimeouts"])
+            print(f"{opts}: {d}, received {b.conn.received}")
+            assert d["TcpExtTCPFastLaneNotify"] == 1, d
+            assert b.conn.received == 8 * 1448, "the data written during recovery never went"
+        finally:
+            b.release()
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_forged_flood_does_not_starve_genuine(blocked, v6):
+    """Defect 4: forged notifications in a burst around a genuine one must
+    not use up the socket's rate budget (2 * cwnd + 16 a round trip):
+    only those that pass every check count.  A 200 ms round trip (the
+    handshake through netem) keeps the burst within one budget period."""
+    b = blocked
+    tc("qdisc add dev eth0 root netem delay 200ms", b.h1)
+    try:
+        b.connect(v6)
+    finally:
+        tc("qdisc del dev eth0 root", b.h1, check=False)
+    try:
+        segs = b.send_and_capture(4 * 1448, 1.0)
+        assert len(segs) >= 2
+        _, p1, raw1 = latest(segs)[1]
+        forged = b.notify(raw1, seq=(p1["seq"] + 10_000_000) & 0xffffffff, send=False)
+        genuine = b.notify(raw1, send=False)
+        n0 = nstat(b.h1)
+        b.send_frames([forged] * 200 + [genuine] + [forged] * 200)
+        time.sleep(0.5)
+        d = delta(n0, nstat(b.h1), FL_KEYS)
+        print(f"flood around a genuine notification: {d}")
+        assert d["TcpExtTCPFastLaneBadSeq"] == 400, d
+        assert d["TcpExtTCPFastLaneNotify"] == 1 and d["TcpExtTCPFastLaneRetrans"] == 1, d
+        assert d["TcpExtTCPFastLaneRateLimited"] == 0, d
+    finally:
+        b.release()
+
+
+SO_SNDBUFFORCE = 32
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_notifications_wait_in_backlog_while_socket_owned(blocked, v6):
+    """Defect 5: notifications that find the socket owned by the user
+    wait in its backlog like any segment, and every one is acted on (the
+    first taken, its copies stale): a private queue of 8 dropped the rest
+    (TCPFastLaneLockDropped).  The application owns the socket through a
+    48 MB send() into a large send buffer while 30 arrive."""
+    b = blocked
+    b.connect(v6)
+    try:
+        c = b.conn.c
+        segs = b.send_and_capture(4 * 1448, 1.0)
+        assert len(segs) >= 2
+        nf = b.notify(latest(segs)[1][2], send=False)
+        c.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, 128 << 20)
+        big = b"b" * (48 << 20)
+        n0 = nstat(b.h1)
+        sender = threading.Thread(target=lambda: c.send(big))
+        sender.start()
+        time.sleep(0.03)
+        b.send_frames([nf] * 30)
+        sender.join(60)
+        time.sleep(0.5)
+        d = delta(n0, nstat(b.h1), FL_KEYS)
+        print(f"while owned: {d}")
+        assert d["TcpExtTCPFastLaneLockDropped"] == 0, d
+        assert d["TcpExtTCPFastLaneNotify"] == 1 and d["TcpExtTCPFastLaneRetrans"] == 1, d
+        assert d["TcpExtTCPFastLaneNotify"] + d["TcpExtTCPFastLaneStale"] == 30, d
+    finally:
+        b.release()
