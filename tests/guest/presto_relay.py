@@ -61,6 +61,7 @@ def main():
     ap.add_argument("--delay-ms", type=float, default=10.0)
     ap.add_argument("--drop-cell", type=int, default=3)
     ap.add_argument("--drop-index", type=int, default=10)
+    ap.add_argument("--log", help="one line per TCP segment: cell, seq, length, path")
     a = ap.parse_args()
 
     s_in = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
@@ -80,6 +81,7 @@ def main():
     slow = collections.deque()      # (release time, frame)
     st = {"tcp": 0, "delayed": 0, "dropped": 0, "cells": 0}
     delay = a.delay_ms / 1000.0
+    log = open(a.log, "w") if a.log else None
     while not stop:
         timeout = 0.05
         if slow:
@@ -109,6 +111,10 @@ def main():
             f = bytearray(frame)
             f[10:12] = struct.pack("!H", cell & 0xFFFF)
             idx = per_cell[cell]
+            if log:
+                off = 14 + ((frame[14] & 0xF) * 4 if frame[12:14] == b"\x08\x00" else 40)
+                seq = struct.unpack_from("!I", frame, off + 4)[0]
+                log.write(f"{cell} {seq} {plen} {'slow' if cell % 2 == 0 else 'fast'}\n")
             per_cell[cell] += 1
             if a.mode == "loss" and cell == a.drop_cell and idx == a.drop_index and plen:
                 st["dropped"] += 1
@@ -126,6 +132,8 @@ def main():
     # struct tpacket_stats: packets, drops (socket queue overflows)
     st["socket_drops"] = sum(struct.unpack("II", s.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))[1]
                              for s in (s_in, s_out))
+    if log:
+        log.close()
     print(json.dumps(st), flush=True)
 
 
