@@ -171,11 +171,12 @@ class Host:
 
 class Fabric:
     def __init__(self, topo, mode="ecmp", prefix="tb", subflows=8, hash_seed=None,
-                 flowcell_bytes=None):
+                 flowcell_bytes=None, presto_gro=False):
         from presto import VSWITCH_MODES, FLOWCELL_BYTES
         if mode not in ("ecmp", "mptcp", "l2") + VSWITCH_MODES:
             raise ValueError(f"mode {mode!r}: ecmp, mptcp, l2, presto or l2ecmp")
         self.flowcell_bytes = flowcell_bytes or FLOWCELL_BYTES
+        self.presto_gro = presto_gro
         self.vswitch = self.presto = None
         self.rates = {}             # frozenset({a, b}) -> Mbit/s set by degrade_link()
         self.topo, self.mode, self.prefix, self.subflows = topo, mode, prefix, subflows
@@ -424,6 +425,13 @@ class Fabric:
                                        method="flowcell" if self.mode == "presto" else "hash",
                                        flowcell_bytes=self.flowcell_bytes)
         self.presto.install()
+        if self.presto_gro:
+            # the receivers' Presto GRO (issue 18) on every host's eth0;
+            # sysfs shows a namespace's devices only when mounted inside
+            # it, which `ip netns exec` does
+            for h in self.hosts.values():
+                run(["ip", "netns", "exec", self.ns(h.name), "sh", "-c",
+                     "echo 1 > /sys/class/net/eth0/presto_gro/enabled"])
 
     def link_rate(self, a, b):
         """a link's rate in Mbit/s now: 0 when it is down"""

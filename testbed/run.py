@@ -478,7 +478,8 @@ def guest_main(a):
         for wl in exp["workloads"]:
             t0 = time.time()
             fab = Fabric(topo, mode=scheme.get("mode", "ecmp"), subflows=scheme.get("subflows", 8),
-                         hash_seed=exp.get("hash_seed", HASH_SEED), flowcell_bytes=scheme.get("flowcell_bytes"))
+                         hash_seed=exp.get("hash_seed", HASH_SEED), flowcell_bytes=scheme.get("flowcell_bytes"),
+                         **({"presto_gro": True} if scheme.get("presto_gro") else {}))
             try:
                 flows = []
                 # "with": workloads run alongside (Presto's mice next to elephants)
