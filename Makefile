@@ -84,6 +84,13 @@ bench-presto: deps kernel-release tools ovs
 	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/presto.json --out $(RESULTS)/bench-presto --repeat $(REPEAT)
 	@echo "report: $(RESULTS)/bench-presto/report.md"
 
+# checkpatch.pl on the series as `make series` exports it (a new file's
+# MAINTAINERS reminder left out)
+checkpatch:
+	@d=$$(mktemp -d) && scripts/series.sh "$$d" >/dev/null && \
+	$(BUILD)/linux/scripts/checkpatch.pl --no-tree -q --ignore FILE_PATH_CHANGES "$$d"/*.patch; \
+	rc=$$?; rm -rf "$$d"; exit $$rc
+
 # The testbed's default suite (testbed/experiments/default.json): Optimal,
 # ECMP and MPTCP on stride and random bijection, 16 hosts on a 2-tier Clos
 # in the release guest.  EXPERIMENT=path runs another definition.

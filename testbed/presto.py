@@ -173,12 +173,6 @@ class VSwitch:
         self.vsctl(*args)
         self.timing["bridges_s"] = time.monotonic() - t0
 
-    def dpctl(self, *args):
-        from fabric import ns_exec
-        p = subprocess.run(ns_exec(self.fab.ns(VS)) + [self.prog["ovs-dpctl"]] + list(args), text=True,
-                           capture_output=True, env=self.env, timeout=60)
-        return p.stdout + p.stderr
-
     def stop(self):
         for name in ("ovs-vswitchd", "ovsdb-server"):
             pidfile = f"{self.dir}/{name}.pid"
