@@ -24,7 +24,7 @@ see the GSO trap in ENVIRONMENT.md.
 Forwarding modes:
   ecmp   every switch routes (IPv4 and IPv6); leaves spread over all
          spines with multipath routes hashed on the 5-tuple
-         (fib_multipath_hash_policy 3, fields 0x37); a cut link is taken out of the
+         (fib_multipath_hash_policy 3, fields HASH_FIELDS); a cut link is taken out of the
          leaves' routes at once
   mptcp  the ecmp fabric, and hosts run MPTCP with `subflows` subflows
          (one per extra address, ip mptcp endpoints)
@@ -55,6 +55,16 @@ from dataclasses import asdict, dataclass, field
 CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
 MTU = 1500
+# The switches' ECMP hash (fib_multipath_hash_fields): source and
+# destination address, protocol and destination port (0x1|0x2|0x4|0x20).
+# Not the source port: MPTCP's extra subflows leave from ports the
+# kernel picks with its per-boot secret (`ip mptcp endpoint` takes no
+# port for a subflow endpoint), so hashing it placed them differently in
+# every boot; they leave from distinct addresses, which the hash keeps.
+# Every iperf3 elephant has its own server port, so flows still differ
+# in the hashed fields.  0x37 (the full 5-tuple) is an experiment's
+# "hash_fields" away.
+HASH_FIELDS = 0x27
 
 
 def run(argv, input=None, check=True, timeout=300):
@@ -171,6 +181,7 @@ class Host:
 
 class Fabric:
     def __init__(self, topo, mode="ecmp", prefix="tb", subflows=8, hash_seed=None,
+                 hash_fields=None,
                  flowcell_bytes=None, presto_gro=False):
         from presto import VSWITCH_MODES, FLOWCELL_BYTES
         if mode not in ("ecmp", "mptcp", "l2") + VSWITCH_MODES:
@@ -183,6 +194,7 @@ class Fabric:
         # net.ipv4.fib_multipath_hash_seed of every switch (None: the
         # kernel's random per-boot key); IPv4 ECMP placement then repeats
         self.hash_seed = hash_seed
+        self.hash_fields = HASH_FIELDS if hash_fields is None else hash_fields
         self.hosts = {}
         self.switches = []
         self.links = []             # (node a, port on a, node b, port on b)
@@ -320,10 +332,10 @@ class Fabric:
             # veth keeps the sending socket's hash, a random number
             # per connection (sk_txhash), so placement changed per boot
             # whatever the seed and ports (a real switch sees no such
-            # hash); 0x37 = src/dst address, protocol, src/dst port
+            # hash); the fields: HASH_FIELDS unless the experiment says
             for fam in ("ipv4", "ipv6"):
                 sysctl(f"net.{fam}.fib_multipath_hash_policy", 3)
-                sysctl(f"net.{fam}.fib_multipath_hash_fields", 0x37)
+                sysctl(f"net.{fam}.fib_multipath_hash_fields", self.hash_fields)
             if self.hash_seed is not None:
                 sysctl("net.ipv4.fib_multipath_hash_seed", self.hash_seed)
             sysctl("net.ipv6.conf.default.accept_dad", 0)

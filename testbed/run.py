@@ -205,6 +205,32 @@ class StartGate:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+
+TCPINFO_KEYS = ("cwnd", "rtt", "retrans", "reordering", "busy", "rwnd_limited", "sndbuf_limited",
+                "bytes_retrans", "lost")
+
+
+def tcpinfo_snapshot(fab, flows):
+    """Each elephant's sender-side tcp_info once, shortly before the
+    flow ends: `ss -tinH` in its namespace, the line whose source port is
+    the flow's --cport.  busy/rwnd_limited/sndbuf_limited are cumulative
+    over the connection's life (tcp_info's busy, rwnd- and
+    sndbuf-limited times), so one sample says what limited the flow."""
+    out = {}
+    for f in flows:
+        o = subprocess.run(["ss", "-N", fab.ns(f["src"]), "-tinH", "state", "established",
+                            f"sport = :{CPORT_BASE + f['id']}"],
+                           capture_output=True, text=True).stdout or ""
+        rec = {}
+        for k in TCPINFO_KEYS:
+            m = re.search(rf"(?<![\w_]){k}:([\d./]+)(ms|bps)?", o)
+            if m:
+                v = m.group(1)
+                rec[k] = v if "/" in v else float(v)
+        out[str(f["id"])] = rec
+    return out
+
+
 def run_one(fab, scheme, wl, flows, exp):
     duration = exp.get("duration_s", 10)
     mptcp = fab.mode == "mptcp"
@@ -264,6 +290,7 @@ def run_one(fab, scheme, wl, flows, exp):
                                 stdin=subprocess.PIPE))
         sched_lines.append(lines)
     late = gate.open()
+    t_gate = time.time()
     if late:
         print(f"run: {late} clients had not reached the start barrier after {gate.TIMEOUT_S} s", flush=True)
     t_cpu0 = cpu_busy()
@@ -279,6 +306,10 @@ def run_one(fab, scheme, wl, flows, exp):
                                      "-m", "64", "--mps", str(exp.get("rtt_probe_mps", 500)), "--full-log", log])
     faults = Faults(fab, exp.get("faults", []))
     faults.start()
+    snap = {}
+    snap_t = threading.Timer(max(0.5, t_gate + duration - 1.0 - time.time()),
+                             lambda: snap.update(tcpinfo_snapshot(fab, flows)) if not mptcp else None)
+    snap_t.start()
     subflows = None
     if mptcp and flows:
         # MPTCP's own count: `ss -M -i` gives each MPTCP connection's
@@ -319,6 +350,7 @@ def run_one(fab, scheme, wl, flows, exp):
                 done[str(j["id"])] = j
     recs += [sized_record(f, done.get(str(f["id"]))) for f in sized]
     t_cpu1 = cpu_busy()
+    snap_t.join()
     gate.close()
     fault_recs, fault_errors = faults.stop()
     rtt = None
@@ -337,7 +369,7 @@ def run_one(fab, scheme, wl, flows, exp):
                 mptcp_subflows=subflows, faults=fault_recs, fault_errors=fault_errors,
                 controller_events=list(fab.presto.events) if fab.presto else None,
                 controller_setup=dict(fab.presto.timing, **fab.vswitch.timing) if fab.presto else None,
-                ports=fab.port_counters(), rtt_us=rtt,
+                ports=fab.port_counters(), rtt_us=rtt, tcp_info=snap,
                 cpu={"guest": max(0.0, min(1.0, 1 - idle / tot)) if tot else 0.0})
 
 
@@ -458,7 +490,7 @@ def run_failures(raw):
 
 def guest_main(a):
     global DLTRAFFIC
-    from fabric import Fabric
+    from fabric import Fabric, HASH_FIELDS
     import workloads
     exp = load_experiment(a.experiment, a.duration)
     from dcnet.warm import install_for_guest
@@ -472,6 +504,7 @@ def guest_main(a):
                          paper_link_mbit=base.paper_link_mbit, scale=base.scale,
                          started=datetime.datetime.now(datetime.timezone.utc).isoformat(),
                          hash_seed=exp.get("hash_seed", HASH_SEED), cport_base=CPORT_BASE,
+                         hash_fields=exp.get("hash_fields", HASH_FIELDS),
                          experiment=exp), runs=[])
     for scheme in exp["schemes"]:
         topo = topology_for(exp, scheme)
@@ -479,6 +512,7 @@ def guest_main(a):
             t0 = time.time()
             fab = Fabric(topo, mode=scheme.get("mode", "ecmp"), subflows=scheme.get("subflows", 8),
                          hash_seed=exp.get("hash_seed", HASH_SEED), flowcell_bytes=scheme.get("flowcell_bytes"),
+                         hash_fields=exp.get("hash_fields"),
                          **({"presto_gro": True} if scheme.get("presto_gro") else {}))
             try:
                 flows = []
