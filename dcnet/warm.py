@@ -10,6 +10,7 @@ named binary, its shared libraries and the dynamic loader once, at the
 start of a run; later execs hit the guest's page cache.
 """
 import glob
+import json
 import os
 import re
 import shutil
@@ -83,10 +84,33 @@ MPTCP_WRAP_GLOB = "/usr/lib/x86_64-linux-gnu/mptcpize/libmptcpwrap.so*"
 BOX_TOOLS = TOOLS + ["env", "true", "dltraffic"]
 
 
-def _copy(src, dst):
-    with open(src, "rb") as f, open(dst, "wb") as g:
-        g.write(f.read())
-    os.chmod(dst, os.stat(src).st_mode & 0o777)
+def _copy(src, dst, patch=None):
+    """src to dst through a new file renamed over the old one (a process,
+    or another VM sharing the host's /tmp, running the old copy keeps its
+    inode), patchelf'd with `patch` before the rename when it is an ELF"""
+    tmp = f"{dst}.{os.getpid()}.tmp"
+    with open(src, "rb") as f, open(tmp, "wb") as g:
+        data = f.read()
+        g.write(data)
+    os.chmod(tmp, os.stat(src).st_mode & 0o777)
+    if patch and data[:4] == b"\x7fELF":
+        subprocess.run(patch + [tmp], capture_output=True)
+    os.replace(tmp, dst)
+
+
+def _refresh(src, dst, stamps, patch=None):
+    """copy src to dst unless dst is a copy of this very file (path, size,
+    mtime): a box left by an earlier run (the host's /tmp, which the
+    guests share) must not keep serving a binary rebuilt since (a stale
+    dltraffic once made a benchmark die on an error the new one ignores)"""
+    real = os.path.realpath(src)
+    st = os.stat(real)
+    key = [real, st.st_size, st.st_mtime_ns]
+    if os.path.exists(dst) and stamps.get(dst) == key:
+        return False
+    _copy(real, dst, patch)
+    stamps[dst] = key
+    return True
 
 
 def install(extra=(), verbose=True):
@@ -106,37 +130,37 @@ def install(extra=(), verbose=True):
         tool = os.environ.get(var)
         if tool and os.path.isabs(tool):
             names.insert(0, tool)   # the project's tc (ss) is the box's "tc" ("ss")
+    stamp_file = os.path.join(BOX, ".stamps.json")
+    try:
+        with open(stamp_file) as f:
+            stamps = json.load(f)
+    except (OSError, ValueError):
+        stamps = {}
+    ldso = os.path.join(libdir, LDSO)
+    bin_patch = [patchelf, "--set-interpreter", ldso, "--force-rpath", "--set-rpath", libdir]
+    lib_patch = [patchelf, "--force-rpath", "--set-rpath", libdir]
     libs = set()
     for n in names:
         path = n if os.path.isabs(n) else shutil.which(n, path=os.environ.get("PATH", "").replace(bindir + ":", ""))
         if not path or not os.path.exists(path):
             continue
         name = os.path.basename(path)
+        if name in tools:
+            continue                # the first of a name wins (DCNET_TC before PATH's tc)
         dst = os.path.join(bindir, name)
-        if not os.path.exists(dst):
-            _copy(os.path.realpath(path), dst)
-            tools[name] = dst
-        else:
-            tools[name] = dst
+        _refresh(path, dst, stamps, bin_patch)   # a script: its interpreter is boxed too
+        tools[name] = dst
         libs.update(p for p in _libs(path) if os.path.exists(p))
     for p in glob.glob(MPTCP_WRAP_GLOB):
         libs.add(p)
         libs.update(q for q in _libs(p) if os.path.exists(q))
     for p in libs:
-        dst = os.path.join(libdir, os.path.basename(p))
-        if not os.path.exists(dst):
-            _copy(os.path.realpath(p), dst)
-    ldso = os.path.join(libdir, LDSO)
-    for name, dst in tools.items():
-        with open(dst, "rb") as f:
-            if f.read(4) != b"\x7fELF":
-                continue            # a script: its interpreter is boxed too
-        subprocess.run([patchelf, "--set-interpreter", ldso, "--force-rpath", "--set-rpath", libdir, dst],
-                       capture_output=True)
-    for p in os.listdir(libdir):
-        if p != LDSO:
-            subprocess.run([patchelf, "--force-rpath", "--set-rpath", libdir, os.path.join(libdir, p)],
-                           capture_output=True)
+        name = os.path.basename(p)
+        _refresh(p, os.path.join(libdir, name), stamps, None if name == LDSO else lib_patch)
+    tmp = f"{stamp_file}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(stamps, f)
+    os.replace(tmp, stamp_file)
     # the C locale: setlocale(LC_ALL, "") under another one opens locale
     # files over 9p (util-linux and coreutils call it at every start)
     os.environ["LC_ALL"] = "C"

@@ -161,7 +161,7 @@ def test_guest_exits_non_zero_after_writing_raw(tmp_path, monkeypatch):
         hosts = {"h1": None, "h2": None}
         t_build = 0.0
 
-        def __init__(self, topo, mode, subflows, hash_seed=None, flowcell_bytes=None):
+        def __init__(self, topo, mode, subflows, hash_seed=None, flowcell_bytes=None, hash_fields=None):
             pass
 
         def close(self):
