@@ -183,10 +183,23 @@ def mptcp_preload():
     return found[0] if found else None
 
 
+def _own_tmpfs(path):
+    """a tmpfs of this kernel's own at path.  virtme-ng's /tmp is an
+    overlay whose lower layer is the host's /tmp over 9p: a box a host
+    run left there would be served from 9p, inside measured intervals,
+    and a stale one would run in place of the tool just built"""
+    os.makedirs(path, exist_ok=True)
+    with open("/proc/mounts") as f:
+        if any(line.split()[1:3] == [path, "tmpfs"] for line in f):
+            return
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755", "dcnet-tools", path], check=True)
+
+
 def install_for_guest():
     """install() with the project's traffic tool, and the testbed's helpers
     pointed at the boxed copy"""
     import netlab
+    _own_tmpfs(BOX)
     tools = install([netlab.DLTRAFFIC])
     netlab.DLTRAFFIC = tools.get("dltraffic", netlab.DLTRAFFIC)
     return tools
