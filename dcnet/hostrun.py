@@ -37,7 +37,11 @@ def default_kernel():
 
 
 def add_args(ap, out_default, timeout=3600):
-    """The options every bench and the testbed share."""
+    """The options every bench and the testbed share.  The timeout is wall
+    time per boot; DCNET_TIMEOUT_SCALE multiplies it (a virtual-time run
+    gives the same figures on a loaded host, only later: bench-htb took
+    over an hour with six VMs on two cores)."""
+    timeout = int(timeout * float(os.environ.get("DCNET_TIMEOUT_SCALE", "1")))
     ap.add_argument("--kernel", default=default_kernel())
     ap.add_argument("--out", default=out_default)
     ap.add_argument("--clock", choices=CLOCKS, default=None,
