@@ -422,7 +422,16 @@ def plots(raw, res, out):
     for c in raw["table1"]["cells"]:
         if c["flows"] == 8:
             t = c["tput"][0]
-            ax.plot([0.1 * (i + 1) for i in range(len(t))], [v / 1e6 for v in t], label=c["scheme"])
+            # [bytes, seconds] per iperf3 interval (older raw: bits/s per 100 ms)
+            if t and isinstance(t[0], list):
+                xs, now = [], 0.0
+                for _b, sec in t:
+                    now += sec
+                    xs.append(now)
+                ys = [b * 8 / sec / 1e6 if sec else 0.0 for b, sec in t]
+            else:
+                xs, ys = [0.1 * (i + 1) for i in range(len(t))], [v / 1e6 for v in t]
+            ax.plot(xs, ys, label=c["scheme"])
     ax.axhline(res["rate_mbit"], color="k", ls=":", lw=1)
     ax.set_xlabel("time (s)")
     ax.set_ylabel("iperf3 throughput per 100 ms (Mbit/s)")
