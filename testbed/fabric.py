@@ -55,16 +55,15 @@ from dataclasses import asdict, dataclass, field
 CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
 MTU = 1500
-# The switches' ECMP hash (fib_multipath_hash_fields): source and
-# destination address, protocol and destination port (0x1|0x2|0x4|0x20).
-# Not the source port: MPTCP's extra subflows leave from ports the
-# kernel picks with its per-boot secret (`ip mptcp endpoint` takes no
-# port for a subflow endpoint), so hashing it placed them differently in
-# every boot; they leave from distinct addresses, which the hash keeps.
-# Every iperf3 elephant has its own server port, so flows still differ
-# in the hashed fields.  0x37 (the full 5-tuple) is an experiment's
-# "hash_fields" away.
-HASH_FIELDS = 0x27
+# The switches' ECMP hash (fib_multipath_hash_fields): the 5-tuple,
+# source and destination address, protocol, source and destination port
+# (0x1|0x2|0x4|0x10|0x20).  An experiment's "hash_fields" sets another:
+# 0x27 leaves out the source port, which makes MPTCP's extra subflows
+# (ports from the kernel's per-boot secret) take the same spines in every
+# boot, but also puts every connection between two hosts to one server
+# port on one spine (test_ecmp_spreads_flows_over_spines), so it is not
+# the default.
+HASH_FIELDS = 0x37
 
 
 def run(argv, input=None, check=True, timeout=300):
