@@ -279,6 +279,14 @@ def run_one(fab, scheme, wl, flows, exp):
                                      "-m", "64", "--mps", str(exp.get("rtt_probe_mps", 500)), "--full-log", log])
     faults = Faults(fab, exp.get("faults", []))
     faults.start()
+    # TCP_INFO of the elephants during the run (testbed/counters.py)
+    import counters
+    ss_samples = []
+    ss_timers = [threading.Timer(frac * duration, lambda frac=frac: ss_samples.append(
+        dict(at=frac, flows=counters.ss_sample(fab, flows, CPORT_BASE)))) for frac in counters.SS_AT]
+    for t in ss_timers:
+        t.daemon = True
+        t.start()
     subflows = None
     if mptcp and flows:
         # MPTCP's own count: `ss -M -i` gives each MPTCP connection's
@@ -319,6 +327,10 @@ def run_one(fab, scheme, wl, flows, exp):
                 done[str(j["id"])] = j
     recs += [sized_record(f, done.get(str(f["id"]))) for f in sized]
     t_cpu1 = cpu_busy()
+    for t in ss_timers:
+        t.cancel()
+        t.join(60)
+    host_counters = dict(counters.collect(fab), ss=sorted(ss_samples, key=lambda x: x["at"]))
     gate.close()
     fault_recs, fault_errors = faults.stop()
     rtt = None
@@ -337,7 +349,9 @@ def run_one(fab, scheme, wl, flows, exp):
                 mptcp_subflows=subflows, faults=fault_recs, fault_errors=fault_errors,
                 controller_events=list(fab.presto.events) if fab.presto else None,
                 controller_setup=dict(fab.presto.timing, **fab.vswitch.timing) if fab.presto else None,
-                ports=fab.port_counters(), rtt_us=rtt,
+                flowcell_seed=(fab.flowcell_seed if fab.mode == "presto" and not fab.flowcell_seed_error
+                               else None),
+                ports=fab.port_counters(), rtt_us=rtt, host_counters=host_counters,
                 cpu={"guest": max(0.0, min(1.0, 1 - idle / tot)) if tot else 0.0})
 
 
@@ -479,7 +493,10 @@ def guest_main(a):
             t0 = time.time()
             fab = Fabric(topo, mode=scheme.get("mode", "ecmp"), subflows=scheme.get("subflows", 8),
                          hash_seed=exp.get("hash_seed", HASH_SEED), flowcell_bytes=scheme.get("flowcell_bytes"),
-                         **({"presto_gro": True} if scheme.get("presto_gro") else {}))
+                         **({"presto_gro": True} if scheme.get("presto_gro") else {}),
+                         # each flow's first flowcell path from the seed (repeatable)
+                         **({"flowcell_seed": exp.get("hash_seed", HASH_SEED)}
+                            if scheme.get("mode") == "presto" else {}))
             try:
                 flows = []
                 # "with": workloads run alongside (Presto's mice next to elephants)
@@ -556,7 +573,9 @@ def host_main(a):
         extra = {"scale": f"{meta.get('link_mbit')} Mbit/s links against the paper's "
                           f"{meta.get('paper_link_mbit')} ({meta.get('scale')})",
                  "seeds": f"workload seeds as in the experiment, fib_multipath_hash_seed "
-                          f"{meta.get('hash_seed')}, iperf3 --cport {meta.get('cport_base')}+flow id",
+                          f"{meta.get('hash_seed')}, iperf3 --cport {meta.get('cport_base')}+flow id"
+                          + (f", flowcell start seed {meta.get('hash_seed')} (ovs-dpctl set-flowcell)"
+                             if any(r.get("flowcell_seed") is not None for r in raw.get("runs", [])) else ""),
                  "virtual CPU": (f"above {CPU_LIMIT * 100:.0f}% busy in " + ", ".join(flags)) if flags
                  else f"at most {CPU_LIMIT * 100:.0f}% busy in every run"}
         hostrun.insert_header(os.path.join(run_out, "report.md"), hostrun.header(run_out, wall, extra))
