@@ -171,12 +171,15 @@ class Host:
 
 class Fabric:
     def __init__(self, topo, mode="ecmp", prefix="tb", subflows=8, hash_seed=None,
-                 flowcell_bytes=None, presto_gro=False):
+                 flowcell_bytes=None, presto_gro=False, flowcell_seed=None):
         from presto import VSWITCH_MODES, FLOWCELL_BYTES
         if mode not in ("ecmp", "mptcp", "l2") + VSWITCH_MODES:
             raise ValueError(f"mode {mode!r}: ecmp, mptcp, l2, presto or l2ecmp")
         self.flowcell_bytes = flowcell_bytes or FLOWCELL_BYTES
         self.presto_gro = presto_gro
+        # the datapath's flowcell seed (None: not set, random starts)
+        self.flowcell_seed = flowcell_seed
+        self.flowcell_seed_error = None
         self.vswitch = self.presto = None
         self.rates = {}             # frozenset({a, b}) -> Mbit/s set by degrade_link()
         self.topo, self.mode, self.prefix, self.subflows = topo, mode, prefix, subflows
@@ -421,6 +424,8 @@ class Fabric:
         self.vswitch = VSwitch(self)
         self.vswitch.start()
         self.vswitch.add_bridges([h.index for h in self.hosts.values()])
+        if self.flowcell_seed is not None and self.mode == "presto":
+            self.flowcell_seed_error = self.vswitch.set_flowcell_seed(self.flowcell_seed)
         self.presto = PrestoController(self, self.vswitch,
                                        method="flowcell" if self.mode == "presto" else "hash",
                                        flowcell_bytes=self.flowcell_bytes)
