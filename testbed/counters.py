@@ -118,6 +118,38 @@ def ss_sample(fab, flows, cport_base):
     return res
 
 
+def sample(fab, flows, cport_base, at):
+    """one sample during the run: TCP_INFO of the elephants, queues"""
+    out = dict(at=at, flows=ss_sample(fab, flows, cport_base))
+    try:
+        out["queues"] = queues(fab)
+    except Exception as e:      # never fail the run over a counter
+        out["queues"] = {"error": f"{type(e).__name__}: {e}"}
+    return out
+
+
+def queues(fab):
+    """the backlog (bytes, packets) of every leaf/spine qdisc and host NIC
+    now: where a run's queueing delay sits"""
+    tc = os.environ.get("DCNET_TC", "tc")
+    nodes = list(getattr(fab, "switches", []))
+    if getattr(fab, "vswitched", False):
+        nodes.append("vs")
+    elif getattr(fab, "hosts", None):
+        nodes += list(fab.hosts)
+    res = {}
+    for node in nodes:
+        try:
+            out = json.loads(subprocess.run([tc, "-n", fab.ns(node), "-s", "-j", "qdisc", "show"],
+                                            capture_output=True, text=True, timeout=30).stdout or "[]")
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            continue
+        for q in out:
+            if q.get("parent") in ("1:1",) and (q.get("backlog") or q.get("qlen")):
+                res[f"{node}>{q.get('dev')}"] = [q.get("backlog", 0), q.get("qlen", 0)]
+    return res
+
+
 def nic(fab):
     """qdisc counters of every host NIC: [{host, dev, kind, handle, ...}]"""
     from presto import VS

@@ -283,7 +283,7 @@ def run_one(fab, scheme, wl, flows, exp):
     import counters
     ss_samples = []
     ss_timers = [threading.Timer(frac * duration, lambda frac=frac: ss_samples.append(
-        dict(at=frac, flows=counters.ss_sample(fab, flows, CPORT_BASE)))) for frac in counters.SS_AT]
+        counters.sample(fab, flows, CPORT_BASE, frac))) for frac in counters.SS_AT]
     for t in ss_timers:
         t.daemon = True
         t.start()
@@ -494,6 +494,8 @@ def guest_main(a):
             fab = Fabric(topo, mode=scheme.get("mode", "ecmp"), subflows=scheme.get("subflows", 8),
                          hash_seed=exp.get("hash_seed", HASH_SEED), flowcell_bytes=scheme.get("flowcell_bytes"),
                          **({"presto_gro": True} if scheme.get("presto_gro") else {}),
+                         **({"presto_gro_knobs": scheme["presto_gro_knobs"]}
+                            if scheme.get("presto_gro_knobs") else {}),
                          # each flow's first flowcell path from the seed (repeatable)
                          **({"flowcell_seed": exp.get("hash_seed", HASH_SEED)}
                             if scheme.get("mode") == "presto" else {}))
