@@ -130,7 +130,10 @@ class VSwitch:
     def _run(self, argv, input=None, ns=False):
         from fabric import ns_exec
         argv = (ns_exec(self.fab.ns(VS)) if ns else []) + argv
-        p = subprocess.run(argv, input=input, text=True, capture_output=True, env=self.env, timeout=120)
+        # generous: in virtual time the guest's clock runs on while
+        # ovs-vswitchd loads over 9p (a 60 s vsctl wait ran out once
+        # with the host busy)
+        p = subprocess.run(argv, input=input, text=True, capture_output=True, env=self.env, timeout=900)
         if p.returncode != 0:
             raise RuntimeError(f"{' '.join(argv[:4])}... failed ({p.returncode}): {p.stderr.strip()[:1500]}")
         return p.stdout
@@ -149,7 +152,7 @@ class VSwitch:
         self.timing["daemons_s"] = time.monotonic() - t0
 
     def vsctl(self, *args):
-        return self._run([self.prog["ovs-vsctl"], f"--db={self.db}", "--timeout=60"] + list(args))
+        return self._run([self.prog["ovs-vsctl"], f"--db={self.db}", "--timeout=600"] + list(args))
 
     def ofctl(self, cmd, bridge, *args, input=None):
         return self._run([self.prog["ovs-ofctl"], "-O", "OpenFlow15", cmd, self.mgmt(bridge)] + list(args),

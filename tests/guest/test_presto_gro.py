@@ -49,7 +49,7 @@ def knob(name, value=None):
 def counters():
     return {n: knob(n) for n in ("held", "pushed_inorder", "pushed_timeout",
                                  "pushed_loss", "pushed_old", "pushed_evicted",
-                                 "reorder_events", "ewma_us")}
+                                 "reorder_events", "late_fills", "ewma_us")}
 
 
 def ofo():
