@@ -82,6 +82,16 @@ def lab_once():
     sh("ip link set m1 up && ip link set m2 up && "
        "ethtool -K m1 gro off >/dev/null && ethtool -K m2 tso off gso off >/dev/null",
        ns=NS_M)
+    # The sender transmits from both vCPUs (its process, and softirq when
+    # an ACK arrives), and without NAPI a veth hands each frame to the
+    # backlog of the CPU that sent it: the two backlogs can deliver m1's
+    # frames to the relay swapped, a gap inside a flowcell before the
+    # "fabric" (seen in an IPv6 run: two segments swapped at the relay's
+    # input, Presto GRO pushed_loss 1, TCP 2 out of order).  RPS steers
+    # all of m1's frames to CPU 0's backlog, in the order they were sent.
+    subprocess.run(["ip", "netns", "exec", NS_M, "sh", "-c",
+                    "for q in /sys/class/net/m1/queues/rx-*; do echo 1 > $q/rps_cpus; done"],
+                   check=True, capture_output=True, timeout=60)
     sh(f"ip addr add {A4[1]}/24 dev {RX} && ip addr add {A6[1]}/64 dev {RX} nodad && "
        # the relay reads the receiver's ACKs too: complete checksums
        f"ip link set {RX} up && ethtool -K {RX} gro on tx off >/dev/null")
