@@ -10,6 +10,7 @@ named binary, its shared libraries and the dynamic loader once, at the
 start of a run; later execs hit the guest's page cache.
 """
 import glob
+import hashlib
 import os
 import re
 import shutil
@@ -77,7 +78,8 @@ def prewarm(extra=(), verbose=True):
 # points their ELF interpreter and rpath there (patchelf), and puts the
 # copies first in PATH: an exec then touches no 9p at all.
 
-BOX = "/tmp/dcnet-tools"
+BOX_BASE = "/tmp/dcnet-tools"
+BOX = BOX_BASE
 LDSO = "ld-linux-x86-64.so.2"
 MPTCP_WRAP_GLOB = "/usr/lib/x86_64-linux-gnu/mptcpize/libmptcpwrap.so*"
 BOX_TOOLS = TOOLS + ["env", "true", "dltraffic"]
@@ -89,10 +91,25 @@ def _copy(src, dst):
     os.chmod(dst, os.stat(src).st_mode & 0o777)
 
 
+def _box():
+    """BOX, for the project's tc and ss of this run (DCNET_TC, DCNET_SS):
+    guests can see the host's /tmp, and a box another run filled with
+    another tc (the system's) must not be reused (install() never
+    overwrites a tool)"""
+    key = ""
+    for var in ("DCNET_TC", "DCNET_SS"):
+        p = os.environ.get(var)
+        if p and os.path.isabs(p) and os.path.exists(p):
+            key += f"{os.path.realpath(p)}:{os.path.getsize(p)};"
+    return BOX_BASE + "-" + hashlib.sha1(key.encode()).hexdigest()[:8] if key else BOX_BASE
+
+
 def install(extra=(), verbose=True):
     """Copy TOOLS + extra into BOX (bin/, lib/), patched to load only from
     BOX, and put BOX/bin first in this process's PATH (children inherit
     it).  Returns {name: path in BOX}.  Idempotent."""
+    global BOX
+    BOX = _box()
     t0 = time.monotonic()
     patchelf = shutil.which("patchelf")
     if not patchelf:
