@@ -113,6 +113,11 @@ void tcp_fl_ofo_ack(struct sock *sk, const struct sk_buff *skb, bool new_ack)
 
 	if (!tp->fl_ofo.ok && !tcp_fl_ofo_on(net))
 		return;		/* stock: the options are not even looked at */
+	/* the SYN-ACK's offer is the negotiation (tcp_fl_ofo_syn_sent(),
+	 * after this ACK is processed)
+	 */
+	if (th->syn)
+		return;
 
 	/* Only timestamps (aligned) or nothing: no option of ours */
 	if (optlen > 0 && optlen != TCPOLEN_TSTAMP_ALIGNED)
