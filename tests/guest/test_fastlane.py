@@ -1390,17 +1390,18 @@ def test_zero_payload_notification_is_not_a_segment(routed):
     otherwise still valid) as corrupt, instead of taking it for a
     segment from the peer and answering with a reset; a host with
     FastLane still takes it"""
-    # 8 kbit/s: a 66-byte frame takes 66 ms, so that a burst of them
-    # overflows 1000 bytes (at 100 kbit/s the port drained them as fast
-    # as python wrote them in the debug guest, and nothing was dropped)
-    slow = "8kbit"
-    port = routed.reset(rate=slow, fl=f"limit 1000 rate {slow}")
+    # 1 kbit/s and 200 bytes: a 66-byte frame takes half a second, and
+    # three fill the port (at 100 kbit/s and 1000 bytes, or 8 kbit/s,
+    # the port drained them about as fast as python wrote them in the
+    # debug guest, and hardly dropped)
+    slow = "1kbit"
+    port = routed.reset(rate=slow, fl=f"limit 200 rate {slow}")
     h1 = port.lab.ns("h1")
     keys = FL_KEYS + ["TcpOutRsts", "TcpInCsumErrors", "TcpInErrs"]
     try:
         for fl_on in (0, 1):
             sh(f"sysctl -qw net.ipv4.tcp_fastlane={fl_on}", ns=h1)
-            port.reset(rate=slow, fl=f"limit 1000 rate {slow}")
+            port.reset(rate=slow, fl=f"limit 200 rate {slow}")
             n0 = nstat(h1)
             t, got = port.capture(3)
             time.sleep(0.3)
