@@ -181,12 +181,16 @@ class Host:
 class Fabric:
     def __init__(self, topo, mode="ecmp", prefix="tb", subflows=8, hash_seed=None,
                  hash_fields=None,
-                 flowcell_bytes=None, presto_gro=False):
+                 flowcell_bytes=None, presto_gro=False, flowcell_seed=None, presto_gro_knobs=None):
         from presto import VSWITCH_MODES, FLOWCELL_BYTES
         if mode not in ("ecmp", "mptcp", "l2") + VSWITCH_MODES:
             raise ValueError(f"mode {mode!r}: ecmp, mptcp, l2, presto or l2ecmp")
         self.flowcell_bytes = flowcell_bytes or FLOWCELL_BYTES
         self.presto_gro = presto_gro
+        self.presto_gro_knobs = dict(presto_gro_knobs or {})     # sysfs name -> value
+        # the datapath's flowcell seed (None: not set, random starts)
+        self.flowcell_seed = flowcell_seed
+        self.flowcell_seed_error = None
         self.vswitch = self.presto = None
         self.rates = {}             # frozenset({a, b}) -> Mbit/s set by degrade_link()
         self.topo, self.mode, self.prefix, self.subflows = topo, mode, prefix, subflows
@@ -432,6 +436,8 @@ class Fabric:
         self.vswitch = VSwitch(self)
         self.vswitch.start()
         self.vswitch.add_bridges([h.index for h in self.hosts.values()])
+        if self.flowcell_seed is not None and self.mode == "presto":
+            self.flowcell_seed_error = self.vswitch.set_flowcell_seed(self.flowcell_seed)
         self.presto = PrestoController(self, self.vswitch,
                                        method="flowcell" if self.mode == "presto" else "hash",
                                        flowcell_bytes=self.flowcell_bytes)
@@ -440,9 +446,11 @@ class Fabric:
             # the receivers' Presto GRO (issue 18) on every host's eth0;
             # sysfs shows a namespace's devices only when mounted inside
             # it, which `ip netns exec` does
+            knobs = "".join(f"echo {int(v)} > /sys/class/net/eth0/presto_gro/{k} && "
+                            for k, v in sorted(self.presto_gro_knobs.items()))
             for h in self.hosts.values():
                 run(["ip", "netns", "exec", self.ns(h.name), "sh", "-c",
-                     "echo 1 > /sys/class/net/eth0/presto_gro/enabled"])
+                     knobs + "echo 1 > /sys/class/net/eth0/presto_gro/enabled"])
 
     def link_rate(self, a, b):
         """a link's rate in Mbit/s now: 0 when it is down"""

@@ -130,7 +130,10 @@ class VSwitch:
     def _run(self, argv, input=None, ns=False):
         from fabric import ns_exec
         argv = (ns_exec(self.fab.ns(VS)) if ns else []) + argv
-        p = subprocess.run(argv, input=input, text=True, capture_output=True, env=self.env, timeout=120)
+        # generous: in virtual time the guest's clock runs on while
+        # ovs-vswitchd loads over 9p (a 60 s vsctl wait ran out once
+        # with the host busy)
+        p = subprocess.run(argv, input=input, text=True, capture_output=True, env=self.env, timeout=900)
         if p.returncode != 0:
             raise RuntimeError(f"{' '.join(argv[:4])}... failed ({p.returncode}): {p.stderr.strip()[:1500]}")
         return p.stdout
@@ -149,7 +152,7 @@ class VSwitch:
         self.timing["daemons_s"] = time.monotonic() - t0
 
     def vsctl(self, *args):
-        return self._run([self.prog["ovs-vsctl"], f"--db={self.db}", "--timeout=60"] + list(args))
+        return self._run([self.prog["ovs-vsctl"], f"--db={self.db}", "--timeout=600"] + list(args))
 
     def ofctl(self, cmd, bridge, *args, input=None):
         return self._run([self.prog["ovs-ofctl"], "-O", "OpenFlow15", cmd, self.mgmt(bridge)] + list(args),
@@ -159,9 +162,13 @@ class VSwitch:
         return f"unix:{self.dir}/{bridge}.mgmt"
 
     def add_bridges(self, indexes):
-        """bridge bN with ports vN (OpenFlow 1) and uN (2), one transaction"""
+        """bridge bN with ports vN (OpenFlow 1) and uN (2), one transaction.
+        uN is the host's NIC, shaped by testbed/fabric.py before it joins
+        the bridge: its QoS is `linux-noop`, or ovs-vswitchd would replace
+        the NIC's qdisc (HTB at the link rate) with the device's default
+        (noqueue on a veth), leaving Presto's senders unshaped."""
         t0 = time.monotonic()
-        args = []
+        args = ["--", "--id=@noop", "create", "qos", "type=linux-noop"]
         for n in indexes:
             args += ["--", "add-br", f"b{n}",
                      "--", "set", "bridge", f"b{n}", "fail_mode=secure",
@@ -169,9 +176,26 @@ class VSwitch:
                      "--", "add-port", f"b{n}", f"v{n}", "--", "set", "interface", f"v{n}",
                      f"ofport_request={PORT_VM}",
                      "--", "add-port", f"b{n}", f"u{n}", "--", "set", "interface", f"u{n}",
-                     f"ofport_request={PORT_UP}"]
+                     f"ofport_request={PORT_UP}", "--", "set", "port", f"u{n}", "qos=@noop"]
         self.vsctl(*args)
         self.timing["bridges_s"] = time.monotonic() - t0
+
+    def set_flowcell_seed(self, seed):
+        """the kernel datapath's flowcell seed (ovs-patches 0007,
+        OVS_FLOWCELL_ATTR_SEED): 0 draws each new flow's first flowcell
+        path at random, anything else derives it from the flow's addresses
+        and ports, so that runs repeat.  The datapath exists once a bridge
+        does.  Returns None, or why it failed (an older kernel or OVS
+        without the seed: the run goes on with random starts)."""
+        t0 = time.monotonic()
+        try:
+            self._run([self.prog["ovs-dpctl"], "set-flowcell", "ovs-system", f"seed={int(seed)}"], ns=True)
+            err = None
+        except RuntimeError as e:
+            err = str(e)
+            print(f"presto: flowcell seed {seed} not set, starts stay random: {err}", flush=True)
+        self.timing["flowcell_seed_s"] = time.monotonic() - t0
+        return err
 
     def stop(self):
         for name in ("ovs-vswitchd", "ovsdb-server"):

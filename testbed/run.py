@@ -205,32 +205,6 @@ class StartGate:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-
-TCPINFO_KEYS = ("cwnd", "rtt", "retrans", "reordering", "busy", "rwnd_limited", "sndbuf_limited",
-                "bytes_retrans", "lost")
-
-
-def tcpinfo_snapshot(fab, flows):
-    """Each elephant's sender-side tcp_info once, shortly before the
-    flow ends: `ss -tinH` in its namespace, the line whose source port is
-    the flow's --cport.  busy/rwnd_limited/sndbuf_limited are cumulative
-    over the connection's life (tcp_info's busy, rwnd- and
-    sndbuf-limited times), so one sample says what limited the flow."""
-    out = {}
-    for f in flows:
-        o = subprocess.run(["ss", "-N", fab.ns(f["src"]), "-tinH", "state", "established",
-                            f"sport = :{CPORT_BASE + f['id']}"],
-                           capture_output=True, text=True).stdout or ""
-        rec = {}
-        for k in TCPINFO_KEYS:
-            m = re.search(rf"(?<![\w_]){k}:([\d./]+)(ms|bps)?", o)
-            if m:
-                v = m.group(1)
-                rec[k] = v if "/" in v else float(v)
-        out[str(f["id"])] = rec
-    return out
-
-
 def run_one(fab, scheme, wl, flows, exp):
     duration = exp.get("duration_s", 10)
     mptcp = fab.mode == "mptcp"
@@ -290,7 +264,6 @@ def run_one(fab, scheme, wl, flows, exp):
                                 stdin=subprocess.PIPE))
         sched_lines.append(lines)
     late = gate.open()
-    t_gate = time.time()
     if late:
         print(f"run: {late} clients had not reached the start barrier after {gate.TIMEOUT_S} s", flush=True)
     t_cpu0 = cpu_busy()
@@ -306,10 +279,14 @@ def run_one(fab, scheme, wl, flows, exp):
                                      "-m", "64", "--mps", str(exp.get("rtt_probe_mps", 500)), "--full-log", log])
     faults = Faults(fab, exp.get("faults", []))
     faults.start()
-    snap = {}
-    snap_t = threading.Timer(max(0.5, t_gate + duration - 1.0 - time.time()),
-                             lambda: snap.update(tcpinfo_snapshot(fab, flows)) if not mptcp else None)
-    snap_t.start()
+    # TCP_INFO of the elephants during the run (testbed/counters.py)
+    import counters
+    ss_samples = []
+    ss_timers = [threading.Timer(frac * duration, lambda frac=frac: ss_samples.append(
+        counters.sample(fab, flows, CPORT_BASE, frac))) for frac in counters.SS_AT]
+    for t in ss_timers:
+        t.daemon = True
+        t.start()
     subflows = None
     if mptcp and flows:
         # MPTCP's own count: `ss -M -i` gives each MPTCP connection's
@@ -350,7 +327,10 @@ def run_one(fab, scheme, wl, flows, exp):
                 done[str(j["id"])] = j
     recs += [sized_record(f, done.get(str(f["id"]))) for f in sized]
     t_cpu1 = cpu_busy()
-    snap_t.join()
+    for t in ss_timers:
+        t.cancel()
+        t.join(60)
+    host_counters = dict(counters.collect(fab), ss=sorted(ss_samples, key=lambda x: x["at"]))
     gate.close()
     fault_recs, fault_errors = faults.stop()
     rtt = None
@@ -369,7 +349,9 @@ def run_one(fab, scheme, wl, flows, exp):
                 mptcp_subflows=subflows, faults=fault_recs, fault_errors=fault_errors,
                 controller_events=list(fab.presto.events) if fab.presto else None,
                 controller_setup=dict(fab.presto.timing, **fab.vswitch.timing) if fab.presto else None,
-                ports=fab.port_counters(), rtt_us=rtt, tcp_info=snap,
+                flowcell_seed=(fab.flowcell_seed if fab.mode == "presto" and not fab.flowcell_seed_error
+                               else None),
+                ports=fab.port_counters(), rtt_us=rtt, host_counters=host_counters,
                 cpu={"guest": max(0.0, min(1.0, 1 - idle / tot)) if tot else 0.0})
 
 
@@ -513,7 +495,12 @@ def guest_main(a):
             fab = Fabric(topo, mode=scheme.get("mode", "ecmp"), subflows=scheme.get("subflows", 8),
                          hash_seed=exp.get("hash_seed", HASH_SEED), flowcell_bytes=scheme.get("flowcell_bytes"),
                          hash_fields=exp.get("hash_fields"),
-                         **({"presto_gro": True} if scheme.get("presto_gro") else {}))
+                         **({"presto_gro": True} if scheme.get("presto_gro") else {}),
+                         **({"presto_gro_knobs": scheme["presto_gro_knobs"]}
+                            if scheme.get("presto_gro_knobs") else {}),
+                         # each flow's first flowcell path from the seed (repeatable)
+                         **({"flowcell_seed": exp.get("hash_seed", HASH_SEED)}
+                            if scheme.get("mode") == "presto" else {}))
             try:
                 flows = []
                 # "with": workloads run alongside (Presto's mice next to elephants)
@@ -590,7 +577,9 @@ def host_main(a):
         extra = {"scale": f"{meta.get('link_mbit')} Mbit/s links against the paper's "
                           f"{meta.get('paper_link_mbit')} ({meta.get('scale')})",
                  "seeds": f"workload seeds as in the experiment, fib_multipath_hash_seed "
-                          f"{meta.get('hash_seed')}, iperf3 --cport {meta.get('cport_base')}+flow id",
+                          f"{meta.get('hash_seed')}, iperf3 --cport {meta.get('cport_base')}+flow id"
+                          + (f", flowcell start seed {meta.get('hash_seed')} (ovs-dpctl set-flowcell)"
+                             if any(r.get("flowcell_seed") is not None for r in raw.get("runs", [])) else ""),
                  "virtual CPU": (f"above {CPU_LIMIT * 100:.0f}% busy in " + ", ".join(flags)) if flags
                  else f"at most {CPU_LIMIT * 100:.0f}% busy in every run"}
         hostrun.insert_header(os.path.join(run_out, "report.md"), hostrun.header(run_out, wall, extra))

@@ -65,6 +65,7 @@ struct presto_gro_stats {
 	u64 pushed_old;		/* older flowcell (late or retransmitted) */
 	u64 pushed_evicted;	/* flow or list limit, device down, disable */
 	u64 reorder_events;	/* boundary gaps filled without loss */
+	u64 late_fills;		/* of those, filled after their hold timed out */
 };
 
 /* Per-flow state of Algorithm 1 */
@@ -72,6 +73,9 @@ struct presto_gro_flow {
 	u32 exp_seq;		/* f.expSeq */
 	u16 last_fc;		/* f.lastFlowcell */
 	u8 valid;		/* exp_seq/last_fc initialised */
+	u8 late;		/* a boundary gap timed out, not yet filled */
+	u32 late_end;		/* where that gap ended */
+	u64 late_since;		/* arrival of the segment that timed out */
 	u32 nsegs;
 	struct list_head segs;	/* skbs sorted by seq, ascending */
 };

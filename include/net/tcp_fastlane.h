@@ -15,6 +15,7 @@
 #include <linux/tcp.h>
 #include <linux/types.h>
 #include <net/net_namespace.h>
+#include <net/tcp.h>
 
 /* The codepoint notifications carry by default (sch_fastlane's too) */
 #define TCP_FASTLANE_DEFAULT_DSCP	45
@@ -23,6 +24,9 @@
  * twice the congestion window
  */
 #define TCP_FASTLANE_BURST		16
+
+/* entry.retx of Algorithm 1 saturates here (a 4-bit field of the skb) */
+#define TCP_FASTLANE_RETX_MAX		15
 
 /* The timeout-count option on every segment of a connection whose netns
  * has FastLane on: an experimental option (RFC 6994) with an ExID,
@@ -129,6 +133,33 @@ static inline bool tcp_fastlane_hold(bool in_recovery, u32 high_seq,
 	       (s32)(snd_una - fl_high_seq) < 0;
 }
 
+/* Algorithm 1's bound on the retransmissions of notified segments in
+ * flight: bound_sim = alpha / max(entries.retx), where alpha is half the
+ * congestion window at the entry into recovery and entry.retx counts the
+ * notifications for one segment since the last timeout.  It halves when
+ * a retransmission is itself dropped, thirds at the third drop, ...
+ */
+static inline u32 tcp_fastlane_bound_sim(u32 alpha, u32 max_retx)
+{
+	return alpha / (max_retx ? max_retx : 1);
+}
+
+/* How many segments of a notified skb may be retransmitted now, of the
+ * @segs the window allows, with @sim_retx notified segments' resends in
+ * flight and a bound of @bound_sim: what is left of the bound; beyond
+ * it, one if the skb holds the lowest unacknowledged sequence (@lowest:
+ * cumulative ACKs must progress, the paper's exception); else none.
+ */
+static inline int tcp_fastlane_retx_allowance(u32 sim_retx, u32 bound_sim,
+					      bool lowest, int segs)
+{
+	if (segs <= 0)
+		return 0;
+	if (sim_retx < bound_sim)
+		return min_t(u32, segs, bound_sim - sim_retx);
+	return lowest ? 1 : 0;
+}
+
 #if IS_ENABLED(CONFIG_TCP_FASTLANE)
 
 static inline bool tcp_fastlane_on(const struct net *net)
@@ -164,8 +195,39 @@ static inline bool tcp_fastlane_holds_new_data(struct sock *sk)
 }
 
 bool tcp_fastlane_v4_rcv(struct net *net, struct sk_buff *skb);
+bool tcp_fastlane_is_nf(struct sk_buff *skb);
 void tcp_fastlane_rcv(struct net *net, struct sock *sk, struct sk_buff *skb);
 void tcp_fastlane_backlog_rcv(struct sock *sk, struct sk_buff *skb);
+void __tcp_fastlane_retx_begin(struct sock *sk);
+int __tcp_fastlane_retx_segs(struct sock *sk, struct sk_buff *skb,
+			     bool lowest, int segs);
+
+/* Algorithm 1's bound_sim, from tcp_xmit_retransmit_queue(): before a
+ * pass over the retransmit queue, count the notified segments' resends
+ * in flight (sim_retx) and the bound, when notifications drive the
+ * recovery
+ */
+static inline void tcp_fastlane_retx_begin(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	tp->fastlane.throttling = 0;
+	if (unlikely(tp->fastlane.recovering))
+		__tcp_fastlane_retx_begin(sk);
+}
+
+/* ... and for each lost skb of the pass, how many of @segs segments may
+ * be resent (0: stop the pass).  Only segments notifications named are
+ * throttled; the lowest sequence always goes.
+ */
+static inline int tcp_fastlane_retx_segs(struct sock *sk, struct sk_buff *skb,
+					 bool lowest, int segs)
+{
+	if (likely(!tcp_sk(sk)->fastlane.throttling) ||
+	    !TCP_SKB_CB(skb)->tx.fastlane_retx)
+		return segs;
+	return __tcp_fastlane_retx_segs(sk, skb, lowest, segs);
+}
 
 #else
 
@@ -194,6 +256,21 @@ static inline void tcp_fastlane_backlog_rcv(struct sock *sk,
 static inline bool tcp_fastlane_holds_new_data(struct sock *sk)
 {
 	return false;
+}
+
+static inline bool tcp_fastlane_is_nf(struct sk_buff *skb)
+{
+	return false;
+}
+
+static inline void tcp_fastlane_retx_begin(struct sock *sk)
+{
+}
+
+static inline int tcp_fastlane_retx_segs(struct sock *sk, struct sk_buff *skb,
+					 bool lowest, int segs)
+{
+	return segs;
 }
 
 #endif /* CONFIG_TCP_FASTLANE */

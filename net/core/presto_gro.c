@@ -218,9 +218,28 @@ u64 presto_gro_flow_flush(struct presto_gro_flow *f, u64 *ewma_ns,
 			break;
 		case PRESTO_PUSH_TIMEOUT:
 			st->pushed_timeout++;
+			/* the gap may still fill from its older flowcell */
+			f->late = 1;
+			f->late_end = s->seq;
+			f->late_since = s->arrival_ns;
 			break;
 		default:
 			st->pushed_old++;
+			/*
+			 * The older flowcell filled a gap that timed out: that
+			 * was reordering without loss too, only longer than the
+			 * hold (a retransmission would carry a newer flowcell
+			 * ID).  Its duration is a sample, or a hold that starts
+			 * too short could never learn to grow.
+			 */
+			if (f->late && before(s->seq, f->late_end) &&
+			    !before(s->end_seq, f->late_end)) {
+				f->late = 0;
+				*ewma_ns = presto_gro_ewma_update(*ewma_ns,
+								  now - f->late_since);
+				st->reorder_events++;
+				st->late_fills++;
+			}
 			break;
 		}
 		list_move_tail(&skb->list, out);
@@ -672,7 +691,7 @@ static struct notifier_block presto_gro_notifier = {
 enum {
 	PG_ENABLED, PG_ALPHA, PG_BETA, PG_TMIN, PG_TMAX, PG_MAXSEGS,
 	PG_HELD, PG_INORDER, PG_TIMEOUT, PG_LOSS, PG_OLD, PG_EVICTED,
-	PG_REORDER, PG_EWMA, PG_FLOWS,
+	PG_REORDER, PG_EWMA, PG_FLOWS, PG_LATE,
 };
 
 struct presto_gro_attr {
@@ -715,6 +734,7 @@ static u64 presto_gro_field(struct presto_gro_dev *pd, int field)
 		[PG_REORDER] = pd ? pd->st.reorder_events : 0,
 		[PG_EWMA] = pd ? div_u64(pd->ewma_ns, NSEC_PER_USEC) : 0,
 		[PG_FLOWS] = pd ? pd->nflows : 0,
+		[PG_LATE] = pd ? pd->st.late_fills : 0,
 	};
 
 	if (param)
@@ -824,6 +844,7 @@ PG_RO(pushed_evicted, PG_EVICTED);
 PG_RO(reorder_events, PG_REORDER);
 PG_RO(ewma_us, PG_EWMA);
 PG_RO(flows, PG_FLOWS);
+PG_RO(late_fills, PG_LATE);
 
 static struct attribute *presto_gro_attrs[] = {
 	&pg_attr_enabled.attr.attr,
@@ -841,6 +862,7 @@ static struct attribute *presto_gro_attrs[] = {
 	&pg_attr_reorder_events.attr.attr,
 	&pg_attr_ewma_us.attr.attr,
 	&pg_attr_flows.attr.attr,
+	&pg_attr_late_fills.attr.attr,
 	NULL,
 };
 

@@ -203,11 +203,30 @@ static void pg_boundary_timeout(struct kunit *test)
 	/* a loss is not reordering: the EWMA did not move */
 	KUNIT_EXPECT_EQ(test, c.ewma, 200ULL * US);
 	/* flowcell 2 arrives late: older flowcell, line 17 */
-	pg_add(test, &c, 4 * MSS, 4, 2, 2000 * US);
+	pg_add(test, &c, 4 * MSS, 2, 2, 2000 * US);
 	KUNIT_EXPECT_EQ(test, pg_flush(&c, 2000 * US), 0ULL);
 	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 1);
 	KUNIT_EXPECT_EQ(test, c.st.pushed_old, 1ULL);
 	KUNIT_EXPECT_EQ(test, c.f.last_fc, (u16)3);
+	/* not yet up to the gap's end: no sample */
+	KUNIT_EXPECT_EQ(test, c.ewma, 200ULL * US);
+	KUNIT_EXPECT_EQ(test, c.st.late_fills, 0ULL);
+	/* its last packets fill the gap, 1600 us after the held segment
+	 * arrived: reordering without loss, a sample (200 + 1400 / 8 us)
+	 */
+	pg_add(test, &c, 6 * MSS, 2, 2, 2600 * US);
+	KUNIT_EXPECT_EQ(test, pg_flush(&c, 2600 * US), 0ULL);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 1);
+	KUNIT_EXPECT_EQ(test, c.st.pushed_old, 2ULL);
+	KUNIT_EXPECT_EQ(test, c.st.late_fills, 1ULL);
+	KUNIT_EXPECT_EQ(test, c.st.reorder_events, 1ULL);
+	KUNIT_EXPECT_EQ(test, c.ewma, 375ULL * US);
+	/* once only */
+	pg_add(test, &c, 6 * MSS, 2, 2, 2700 * US);
+	pg_flush(&c, 2700 * US);
+	pg_out(&c, seqs, 4);
+	KUNIT_EXPECT_EQ(test, c.st.late_fills, 1ULL);
+	KUNIT_EXPECT_EQ(test, c.ewma, 375ULL * US);
 	pg_free(&c);
 }
 

@@ -9,8 +9,10 @@
  * for duplicate ACKs or a timeout.
  *
  * A notification is untrusted input: plaintext, unauthenticated, its
- * checksum that of the packet it stands for.  It is taken only when
- * net.ipv4.tcp_fastlane is on and it carries the configured codepoint;
+ * checksum that of the packet it stands for, plus one (the switch's
+ * mark).  It is taken only when net.ipv4.tcp_fastlane is on, it carries
+ * the configured codepoint, and it is cut short or marked (a whole
+ * segment with a valid checksum is a segment, codepoint or not);
  * it must name an existing connection that nothing protects: a socket
  * with TCP-MD5 or TCP-AO keys, an IPsec policy or transform, a minimum
  * TTL (hop limit) the notification is below, or a socket filter that
@@ -39,13 +41,17 @@
  *
  *  - the list of notified segments, sorted by sequence, is the
  *    retransmit queue's TCPCB_LOST marks; entry.retx is the skb's
- *    retransmission count and issent its TCPCB_SACKED_RETRANS;
- *  - the first notification of a window enters CA_Recovery with
- *    ssthresh = cwnd / 2 (the paper's cwnd on exit); sim_retx and
- *    bound_sim, which pace retransmissions to half the window at entry,
- *    are proportional rate reduction's budget in that state;
- *  - the lowest sequence is always resent at once, even beyond that
- *    budget, so cumulative ACKs never stall behind it;
+ *    tx.fastlane_retx (notifications for it since the last timeout) and
+ *    issent its TCPCB_SACKED_RETRANS;
+ *  - the first notification of a window enters CA_Recovery, with the
+ *    congestion control's ssthresh; alpha is half the window at entry;
+ *  - sim_retx, the notified segments' resends in flight, is counted
+ *    before each pass of tcp_xmit_retransmit_queue(), which resends
+ *    notified segments, lowest first, only while sim_retx is below
+ *    bound_sim = alpha / max(entry.retx) (cwnd and PRR still apply);
+ *    ACKs that take resends out of flight let more go;
+ *  - the lowest sequence is always resent, even beyond the bound, so
+ *    cumulative ACKs never stall behind it;
  *  - no new data is sent until that recovery ends, when snd_una reaches
  *    its high_seq (or it is undone, or a timeout takes over), even where
  *    Linux keeps a socket without SACK in CA_Recovery past that point;
@@ -59,6 +65,7 @@
 #include <linux/tcp.h>
 #include <net/inet_hashtables.h>
 #include <net/ip.h>
+#include <net/ip6_checksum.h>
 #include <net/ipv6.h>
 #include <net/request_sock.h>
 #include <net/tcp.h>
@@ -108,6 +115,62 @@ static bool tcp_fastlane_split(struct sock *sk, struct sk_buff *skb, u32 seq)
 			     seq - TCP_SKB_CB(skb)->seq, tcp_current_mss(sk),
 			     GFP_ATOMIC);
 }
+
+/* Forget every notified segment: Algorithm 1's list after a timeout */
+static void tcp_fastlane_clear_marks(struct sock *sk)
+{
+	struct sk_buff *skb;
+
+	skb_rbtree_walk(skb, &sk->tcp_rtx_queue)
+		TCP_SKB_CB(skb)->tx.fastlane_retx = 0;
+}
+
+void __tcp_fastlane_retx_begin(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u32 sim_retx = 0, max_retx = 0;
+	struct sk_buff *skb;
+
+	if (!tcp_fastlane_holds_new_data(sk))
+		return;
+	/* entry.issent: the notified skb's resend is in flight */
+	skb_rbtree_walk(skb, &sk->tcp_rtx_queue) {
+		u32 retx = TCP_SKB_CB(skb)->tx.fastlane_retx;
+
+		if (!retx)
+			continue;
+		max_retx = max(max_retx, retx);
+		if (TCP_SKB_CB(skb)->sacked & TCPCB_SACKED_RETRANS)
+			sim_retx += tcp_skb_pcount(skb);
+	}
+	tp->fastlane.sim_retx = sim_retx;
+	tp->fastlane.bound_sim = tcp_fastlane_bound_sim(tp->fastlane.alpha,
+							max_retx);
+	tp->fastlane.throttling = 1;
+}
+EXPORT_SYMBOL_GPL(__tcp_fastlane_retx_begin);
+
+int __tcp_fastlane_retx_segs(struct sock *sk, struct sk_buff *skb,
+			     bool lowest, int segs)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct net *net = sock_net(sk);
+	int n;
+
+	n = tcp_fastlane_retx_allowance(tp->fastlane.sim_retx,
+					tp->fastlane.bound_sim, lowest, segs);
+	if (!n) {
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBOUNDTHROTTLED);
+		return 0;
+	}
+	if (tp->fastlane.sim_retx >= tp->fastlane.bound_sim)
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBOUNDLOWEST);
+	else
+		NET_ADD_STATS(net, LINUX_MIB_TCPFASTLANEBOUNDALLOWED, n);
+	tp->fastlane.sim_retx += n;
+	return n;
+}
+EXPORT_SYMBOL_GPL(__tcp_fastlane_retx_segs);
 
 static bool tcp_fastlane_rate_ok(struct sock *sk)
 {
@@ -163,6 +226,13 @@ static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *n
 		return;
 	}
 	NET_INC_STATS(net, LINUX_MIB_TCPFASTLANENOTIFY);
+	/* Algorithm 1's list holds the segments notified since the last
+	 * timeout: after one, start it afresh
+	 */
+	if (tp->fastlane.rto_epoch != tp->total_rto) {
+		tcp_fastlane_clear_marks(sk);
+		tp->fastlane.rto_epoch = tp->total_rto;
+	}
 	/* mark [seq, end_seq) lost, no more (a failed split marks more) */
 	if (tcp_fastlane_split(sk, skb, nf->seq))
 		skb = skb_rb_next(skb);
@@ -171,6 +241,9 @@ static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *n
 	     skb = skb_rb_next(skb)) {
 		tcp_fastlane_split(sk, skb, nf->end_seq);
 		tcp_mark_skb_lost(sk, skb);
+		/* an entry of Algorithm 1's list: entry.retx++ */
+		if (TCP_SKB_CB(skb)->tx.fastlane_retx < TCP_FASTLANE_RETX_MAX)
+			TCP_SKB_CB(skb)->tx.fastlane_retx++;
 		/* the dropped copy was a retransmission (a loss probe, or
 		 * one RACK or an earlier notification caused) that was not
 		 * marked lost before: it is no longer in flight either
@@ -181,14 +254,20 @@ static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *n
 		}
 	}
 	skb = first;
-	if (icsk->icsk_ca_state < TCP_CA_Recovery) {
+	/* ssthresh is the congestion control's (CUBIC's beta, DCTCP's
+	 * alpha, Reno's half), as for any recovery
+	 */
+	if (icsk->icsk_ca_state < TCP_CA_Recovery)
 		tcp_enter_recovery(sk, false);
-		/* Algorithm 1: leave recovery with half the window at entry */
-		tp->snd_ssthresh = max(tcp_snd_cwnd(tp) >> 1U, 2U);
-	}
+	/* a recovery notifications start or join: bound_sim's alpha is half
+	 * the window at its entry (tcp_init_cwnd_reduction()'s prior_cwnd)
+	 */
+	if (!tp->fastlane.recovering || tp->fastlane.high_seq != tp->high_seq)
+		tp->fastlane.alpha = max(tp->prior_cwnd >> 1, 1U);
 	/* no new data until this recovery ends (tcp_write_xmit()) */
 	tp->fastlane.recovering = 1;
 	tp->fastlane.high_seq = tp->high_seq;
+	/* resend what bound_sim allows, lowest first */
 	tcp_xmit_retransmit_queue(sk);
 	/* Resending a lost segment before ours may have collapsed ours into
 	 * it and freed it (tcp_retrans_try_collapse()): look it up again.
@@ -200,8 +279,10 @@ static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *n
 	if (skb == tcp_rtx_queue_head(sk) &&
 	    !(TCP_SKB_CB(skb)->sacked & TCPCB_SACKED_RETRANS)) {
 		/* this may collapse the skbs after it, never itself */
-		if (!tcp_retransmit_skb(sk, skb, 1))
+		if (!tcp_retransmit_skb(sk, skb, 1)) {
+			NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBOUNDLOWEST);
 			tcp_rearm_rto(sk);
+		}
 	}
 	if (TCP_SKB_CB(skb)->sacked & TCPCB_SACKED_RETRANS)
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANERETRANS);
@@ -444,6 +525,40 @@ out:
 EXPORT_SYMBOL_GPL(tcp_fastlane_rcv);
 
 /**
+ * tcp_fastlane_is_nf - is a TCP packet with the codepoint a notification?
+ * @skb: at its TCP header (tcp_v{4,6}_rcv()), the header pulled
+ *
+ * A notification is cut short (its IP length is that of the packet it
+ * stands for), or whole with the mark the switch puts on every one: its
+ * TCP checksum one off (sch_fastlane.c).  A segment that merely carries
+ * the codepoint (its sender's IP_TOS, a reflection, a remarking) is
+ * whole and its checksum verifies: it is a segment.  The check costs a
+ * checksum of the headers, for packets with the codepoint only.
+ */
+bool tcp_fastlane_is_nf(struct sk_buff *skb)
+{
+	unsigned int hlen = skb_transport_header(skb) - skb_network_header(skb);
+	unsigned int total, len = skb->len;
+	__wsum csum;
+
+	if (skb->protocol == htons(ETH_P_IP))
+		total = ntohs(ip_hdr(skb)->tot_len);
+	else
+		total = ntohs(ipv6_hdr(skb)->payload_len) + sizeof(struct ipv6hdr);
+	if (hlen + len < total)
+		return true;
+	if (skb_csum_unnecessary(skb))
+		return false;
+	csum = skb_checksum(skb, 0, len, 0);
+	if (skb->protocol == htons(ETH_P_IP))
+		return csum_tcpudp_magic(ip_hdr(skb)->saddr, ip_hdr(skb)->daddr,
+					 len, IPPROTO_TCP, csum) != 0;
+	return csum_ipv6_magic(&ipv6_hdr(skb)->saddr, &ipv6_hdr(skb)->daddr,
+			       len, IPPROTO_TCP, csum) != 0;
+}
+EXPORT_SYMBOL_GPL(tcp_fastlane_is_nf);
+
+/**
  * tcp_fastlane_v4_rcv - called by tcp_v4_rcv() before the checksum check
  * @net: the namespace
  * @skb: a TCP segment whose header and options are pulled
@@ -457,7 +572,8 @@ bool tcp_fastlane_v4_rcv(struct net *net, struct sk_buff *skb)
 	const struct tcphdr *th = tcp_hdr(skb);
 	struct sock *sk;
 
-	if (!tcp_fastlane_nf(net, ipv4_get_dsfield(iph), iph->protocol))
+	if (!tcp_fastlane_nf(net, ipv4_get_dsfield(iph), iph->protocol) ||
+	    !tcp_fastlane_is_nf(skb))
 		return false;
 	/* ours is the source of the dropped packet: the addresses are
 	 * swapped, the ports are not

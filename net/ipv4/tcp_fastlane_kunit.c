@@ -6,6 +6,9 @@
  */
 
 #include <kunit/test.h>
+#include <net/ip.h>
+#include <net/ip6_checksum.h>
+#include <net/ipv6.h>
 #include <net/tcp_fastlane.h>
 
 static void fastlane_range_in_flight(struct kunit *test)
@@ -129,7 +132,139 @@ static void fastlane_timeout_option(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, tcp_fastlane_parse_timeouts(ok, 0, &c));
 }
 
+/* Algorithm 1, its list walked in order of sequence as
+ * tcp_xmit_retransmit_queue() walks the lost skbs: how many of @n notified
+ * one-segment entries go, with @sim_retx in flight already
+ */
+static u32 bound_pass(u32 alpha, u32 max_retx, u32 sim_retx, int n)
+{
+	u32 bound = tcp_fastlane_bound_sim(alpha, max_retx), sent = 0;
+	int i, k;
+
+	for (i = 0; i < n; i++) {
+		k = tcp_fastlane_retx_allowance(sim_retx, bound, i == 0, 1);
+		if (!k)
+			break;
+		sim_retx += k;
+		sent += k;
+	}
+	return sent;
+}
+
+static void fastlane_bound_sim(struct kunit *test)
+{
+	/* a window of 10 at entry: alpha 5 */
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_bound_sim(5, 1), 5);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_bound_sim(5, 0), 5);
+	/* a retransmission dropped again: the bound halves, then thirds */
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_bound_sim(5, 2), 2);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_bound_sim(5, 3), 1);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_bound_sim(5, 15), 0);
+	/* ten notified at once: five go, lowest first */
+	KUNIT_EXPECT_EQ(test, bound_pass(5, 1, 0, 10), 5);
+	/* fewer notified than the bound: all */
+	KUNIT_EXPECT_EQ(test, bound_pass(5, 1, 0, 3), 3);
+	/* three in flight already: two more */
+	KUNIT_EXPECT_EQ(test, bound_pass(5, 1, 3, 10), 2);
+	/* the bound reached: only the lowest sequence, one segment */
+	KUNIT_EXPECT_EQ(test, bound_pass(5, 1, 5, 10), 1);
+	KUNIT_EXPECT_EQ(test, bound_pass(5, 15, 0, 10), 1);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_retx_allowance(9, 5, false, 4), 0);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_retx_allowance(9, 5, true, 4), 1);
+	/* a multi-segment skb: what is left of the bound, within the window */
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_retx_allowance(1, 5, false, 10), 4);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_retx_allowance(1, 5, false, 2), 2);
+	/* no room in the window: nothing, not even the lowest */
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_retx_allowance(0, 5, true, 0), 0);
+}
+
+/* eth-less IPv4 or IPv6 + TCP (20 bytes) + @payload bytes, at the TCP
+ * header as tcp_v{4,6}_rcv() sees it, with a valid TCP checksum
+ */
+static struct sk_buff *rcv_pkt(struct kunit *test, bool v6, unsigned int payload)
+{
+	unsigned int iphlen = v6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr);
+	unsigned int tcplen = sizeof(struct tcphdr) + payload;
+	struct sk_buff *skb = alloc_skb(128 + payload, GFP_KERNEL);
+	struct tcphdr *th;
+	__wsum csum;
+
+	KUNIT_ASSERT_NOT_NULL(test, skb);
+	skb_reserve(skb, 16);
+	skb_reset_network_header(skb);
+	if (v6) {
+		struct ipv6hdr *ip6h = skb_put_zero(skb, iphlen);
+
+		skb->protocol = htons(ETH_P_IPV6);
+		ip6h->version = 6;
+		ip6h->payload_len = htons(tcplen);
+		ip6h->nexthdr = IPPROTO_TCP;
+		ip6h->saddr.s6_addr32[0] = htonl(0xfd000000);
+		ip6h->saddr.s6_addr32[3] = htonl(2);
+		ip6h->daddr.s6_addr32[0] = htonl(0xfd000000);
+		ip6h->daddr.s6_addr32[3] = htonl(1);
+	} else {
+		struct iphdr *iph = skb_put_zero(skb, iphlen);
+
+		skb->protocol = htons(ETH_P_IP);
+		iph->version = 4;
+		iph->ihl = 5;
+		iph->tot_len = htons(iphlen + tcplen);
+		iph->protocol = IPPROTO_TCP;
+		iph->saddr = htonl(0x0a000202);
+		iph->daddr = htonl(0x0a000101);
+	}
+	skb_set_transport_header(skb, iphlen);
+	th = skb_put_zero(skb, tcplen);
+	th->source = htons(40000);
+	th->dest = htons(5001);
+	th->seq = htonl(1000);
+	th->doff = 5;
+	th->ack = 1;
+	memset(th + 1, 0x5a, payload);
+	csum = skb_checksum(skb, iphlen, tcplen, 0);
+	if (v6)
+		th->check = csum_ipv6_magic(&ipv6_hdr(skb)->saddr, &ipv6_hdr(skb)->daddr,
+					    tcplen, IPPROTO_TCP, csum);
+	else
+		th->check = csum_tcpudp_magic(ip_hdr(skb)->saddr, ip_hdr(skb)->daddr,
+					      tcplen, IPPROTO_TCP, csum);
+	__skb_pull(skb, iphlen);
+	return skb;
+}
+
+/* Issue 20, defect 6: the codepoint alone does not make a notification */
+static void fastlane_is_notification(struct kunit *test)
+{
+	int v6;
+
+	for (v6 = 0; v6 <= 1; v6++) {
+		struct sk_buff *skb = rcv_pkt(test, v6, 100);
+		struct tcphdr *th = tcp_hdr(skb);
+		u32 sum;
+
+		/* a whole segment, its checksum valid: a segment */
+		KUNIT_EXPECT_FALSE(test, tcp_fastlane_is_nf(skb));
+		/* ... or vouched for by the device */
+		skb->ip_summed = CHECKSUM_UNNECESSARY;
+		th->check ^= htons(0x0f0f);
+		KUNIT_EXPECT_FALSE(test, tcp_fastlane_is_nf(skb));
+		skb->ip_summed = CHECKSUM_NONE;
+		th->check ^= htons(0x0f0f);
+		/* the mark: the checksum one off */
+		sum = ntohs((__force __be16)th->check) + 1;
+		th->check = (__force __sum16)htons((sum & 0xffff) + (sum >> 16));
+		KUNIT_EXPECT_TRUE(test, tcp_fastlane_is_nf(skb));
+		/* cut short: the IP length is the dropped packet's */
+		skb_trim(skb, sizeof(*th));
+		KUNIT_EXPECT_TRUE(test, tcp_fastlane_is_nf(skb));
+		kfree_skb(skb);
+	}
+}
+
 static struct kunit_case fastlane_tcp_cases[] = {
+	KUNIT_CASE(fastlane_bound_sim),
+	KUNIT_CASE(fastlane_is_notification),
 	KUNIT_CASE(fastlane_timeout_option),
 	KUNIT_CASE(fastlane_range_in_flight),
 	KUNIT_CASE(fastlane_range_wraps),

@@ -95,8 +95,27 @@ VISIBLE_IF_KUNIT void ovs_flowcell_table_free(struct ovs_flowcell_table *t)
 }
 EXPORT_SYMBOL_IF_KUNIT(ovs_flowcell_table_free);
 
+/* The start value of a new flow: random, or with a seed set
+ * (OVS_FLOWCELL_ATTR_SEED) a hash of its addresses and ports (IPv4 ones are
+ * v4-mapped, so they never equal IPv6 ones), which is the same in every
+ * datapath and boot.  The input port and the conntrack zone are left out:
+ * port numbers depend on the order in which ports were added.
+ */
+VISIBLE_IF_KUNIT u32 ovs_flowcell_start(const struct ovs_flowcell_table *t,
+					const struct ovs_flowcell_key *key)
+{
+	u32 words[offsetof(struct ovs_flowcell_key, eth_type) / sizeof(u32)];
+
+	BUILD_BUG_ON(offsetof(struct ovs_flowcell_key, eth_type) % sizeof(u32));
+	if (!t->start_seed)
+		return get_random_u32();
+	memcpy(words, key, sizeof(words));
+	return jhash2(words, ARRAY_SIZE(words), t->start_seed);
+}
+EXPORT_SYMBOL_IF_KUNIT(ovs_flowcell_start);
+
 /* The state of the flow @key, moved to the head of the LRU list; a new one
- * (ID 0, no bytes, random start) when there is none or it was idle, which
+ * (ID 0, no bytes, a new start) when there is none or it was idle, which
  * then reuses the least recently used flow's memory when the table is at
  * its limit.  NULL when the table is dying or memory is short.
  */
@@ -144,7 +163,7 @@ ovs_flowcell_find(struct ovs_flowcell_table *t,
 	list_add(&f->lru, &t->lru);
 	t->count++;
 restart:
-	f->start = get_random_u32();
+	f->start = ovs_flowcell_start(t, key);
 	f->cell = 0;
 	f->bytes = 0;
 	f->last_used = now;
@@ -375,7 +394,7 @@ bool ovs_flowcell_execute(struct datapath *dp, struct sk_buff *skb,
 size_t ovs_flowcell_msg_size(void)
 {
 	return nla_total_size(0) +			/* the nest */
-	       2 * nla_total_size(sizeof(u32)) +	/* limit, idle */
+	       3 * nla_total_size(sizeof(u32)) +	/* limit, idle, seed */
 	       8 * nla_total_size_64bit(sizeof(u64));	/* the counters */
 }
 
@@ -383,7 +402,7 @@ int ovs_flowcell_fill(struct datapath *dp, struct sk_buff *skb)
 {
 	struct ovs_flowcell_table *t = dp->flowcell;
 	struct ovs_flowcell_stats s;
-	u32 limit, idle_msecs;
+	u32 limit, idle_msecs, seed;
 	struct nlattr *nest;
 	u64 flows;
 
@@ -392,6 +411,7 @@ int ovs_flowcell_fill(struct datapath *dp, struct sk_buff *skb)
 	flows = t->count;
 	limit = t->limit;
 	idle_msecs = t->idle_msecs;
+	seed = t->start_seed;
 	spin_unlock_bh(&t->lock);
 
 	nest = nla_nest_start_noflag(skb, OVS_DP_ATTR_FLOWCELL);
@@ -399,6 +419,7 @@ int ovs_flowcell_fill(struct datapath *dp, struct sk_buff *skb)
 		return -EMSGSIZE;
 	if (nla_put_u32(skb, OVS_FLOWCELL_ATTR_LIMIT, limit) ||
 	    nla_put_u32(skb, OVS_FLOWCELL_ATTR_IDLE_MSECS, idle_msecs) ||
+	    nla_put_u32(skb, OVS_FLOWCELL_ATTR_SEED, seed) ||
 	    nla_put_u64_64bit(skb, OVS_FLOWCELL_ATTR_FLOWS, flows,
 			      OVS_FLOWCELL_ATTR_PAD) ||
 	    nla_put_u64_64bit(skb, OVS_FLOWCELL_ATTR_PACKETS, s.packets,
@@ -449,6 +470,7 @@ static const struct nla_policy ovs_flowcell_policy[OVS_FLOWCELL_ATTR_MAX + 1] = 
 	[OVS_FLOWCELL_ATTR_EXPIRED] = OVS_FLOWCELL_READ_ONLY,
 	[OVS_FLOWCELL_ATTR_ALLOC_FAILS] = OVS_FLOWCELL_READ_ONLY,
 	[OVS_FLOWCELL_ATTR_FALLBACKS] = OVS_FLOWCELL_READ_ONLY,
+	[OVS_FLOWCELL_ATTR_SEED] = { .type = NLA_U32 },
 };
 
 /* OVS_DP_ATTR_FLOWCELL in OVS_DP_CMD_NEW and OVS_DP_CMD_SET: validated
@@ -476,6 +498,8 @@ int ovs_flowcell_set(struct datapath *dp, const struct nlattr *attr,
 	idle_msecs = tb[OVS_FLOWCELL_ATTR_IDLE_MSECS] ?
 		nla_get_u32(tb[OVS_FLOWCELL_ATTR_IDLE_MSECS]) : t->idle_msecs;
 	ovs_flowcell_set_limits(t, limit, idle_msecs);
+	if (tb[OVS_FLOWCELL_ATTR_SEED])
+		t->start_seed = nla_get_u32(tb[OVS_FLOWCELL_ATTR_SEED]);
 	spin_unlock_bh(&t->lock);
 	return 0;
 }

@@ -50,7 +50,7 @@ struct ovs_flowcell_flow {
 	struct list_head lru;		/* table->lru, most recent first */
 	struct ovs_flowcell_key key;
 	unsigned long last_used;	/* jiffies of the last data packet */
-	u32 start;			/* random, drawn when the flow is new */
+	u32 start;			/* drawn when the flow is new */
 	u32 cell;			/* flowcell ID */
 	u32 bytes;			/* payload bytes in the current flowcell */
 };
@@ -76,7 +76,8 @@ struct ovs_flowcell_table {
 	u32 limit;
 	u32 idle_msecs;
 	unsigned long idle;		/* idle_msecs in jiffies */
-	u32 seed;
+	u32 seed;			/* of the buckets' hash */
+	u32 start_seed;			/* 0: random starts, else hashed */
 	bool dying;			/* the datapath is going away */
 	struct ovs_flowcell_stats stats;
 	struct delayed_work gc;
@@ -141,6 +142,8 @@ void ovs_flowcell_set_limits(struct ovs_flowcell_table *t, u32 limit,
 			     u32 idle_msecs);
 u32 ovs_flowcell_payload(const struct sk_buff *skb,
 			 const struct sw_flow_key *key);
+u32 ovs_flowcell_start(const struct ovs_flowcell_table *t,
+		       const struct ovs_flowcell_key *key);
 #endif
 
 #if IS_ENABLED(CONFIG_OPENVSWITCH_FLOWCELL)

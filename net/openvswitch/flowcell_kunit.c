@@ -227,6 +227,67 @@ static void flowcell_table_find_test(struct kunit *test)
 	ovs_flowcell_table_free(t);
 }
 
+/* With a seed, a flow's start is a hash of its addresses and ports: the
+ * same in two tables (datapaths, boots) with the same seed, whatever the
+ * input port, again after the flow expired; another seed moves it, other
+ * flows get other starts.  Seed 0 draws random starts.
+ */
+static void flowcell_seeded_start_test(struct kunit *test)
+{
+	struct ovs_flowcell_table *a = table(test, 64, 1000);
+	struct ovs_flowcell_table *b = table(test, 64, 1000);
+	struct ovs_flowcell_flow *fa, *fb;
+	bool created, moved = false, spread = false, random = false;
+	unsigned long now = jiffies;
+	struct ovs_flowcell_key k;
+	u32 first = 0, start;
+	int i;
+
+	a->start_seed = 7;
+	b->start_seed = 7;
+	fa = find(a, 3, now, &created);
+	KUNIT_ASSERT_NOT_NULL(test, fa);
+	KUNIT_EXPECT_TRUE(test, created);
+	fb = find(b, 3, now, &created);
+	KUNIT_ASSERT_NOT_NULL(test, fb);
+	KUNIT_EXPECT_EQ(test, fa->start, fb->start);
+	start = fa->start;
+
+	/* The input port does not count. */
+	key_of(&k, 3);
+	k.in_port = 9;
+	k.zone = 2;
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_start(a, &k), start);
+
+	/* Forgotten (idle) and seen again: the same start, ID 0. */
+	fa->cell = 5;
+	fa = find(a, 3, now + msecs_to_jiffies(1000) + 2, &created);
+	KUNIT_ASSERT_NOT_NULL(test, fa);
+	KUNIT_EXPECT_TRUE(test, created);
+	KUNIT_EXPECT_EQ(test, fa->cell, 0U);
+	KUNIT_EXPECT_EQ(test, fa->start, start);
+
+	for (i = 0; i < 16; i++) {
+		key_of(&k, 200 + i);
+		a->start_seed = 7;
+		if (!i)
+			first = ovs_flowcell_start(a, &k);
+		else if (ovs_flowcell_start(a, &k) != first)
+			spread = true;
+		a->start_seed = 8;
+		if (ovs_flowcell_start(a, &k) != ovs_flowcell_start(b, &k))
+			moved = true;
+		a->start_seed = 0;
+		if (ovs_flowcell_start(a, &k) != ovs_flowcell_start(a, &k))
+			random = true;
+	}
+	KUNIT_EXPECT_TRUE(test, spread);
+	KUNIT_EXPECT_TRUE(test, moved);
+	KUNIT_EXPECT_TRUE(test, random);
+	ovs_flowcell_table_free(a);
+	ovs_flowcell_table_free(b);
+}
+
 /* At the limit a new flow evicts the least recently used one (reusing
  * its memory); a flow seen again is recent.
  */
@@ -422,6 +483,7 @@ static struct kunit_case openvswitch_flowcell_cases[] = {
 	KUNIT_CASE(flowcell_hash_test),
 	KUNIT_CASE(flowcell_id_wrap_test),
 	KUNIT_CASE(flowcell_table_find_test),
+	KUNIT_CASE(flowcell_seeded_start_test),
 	KUNIT_CASE(flowcell_lru_eviction_test),
 	KUNIT_CASE(flowcell_idle_expiry_test),
 	KUNIT_CASE(flowcell_set_limits_test),

@@ -28,8 +28,10 @@
  */
 
 #include <linux/etherdevice.h>
+#include <linux/ethtool.h>
 #include <linux/if_arp.h>
 #include <linux/if_bridge.h>
+#include <linux/if_vlan.h>
 #include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/skbuff.h>
@@ -37,6 +39,7 @@
 #include <linux/workqueue.h>
 #include <kunit/visibility.h>
 #include <net/ip.h>
+#include <net/ip6_checksum.h>
 #include <net/ip6_route.h>
 #include <net/netlink.h>
 #include <net/pkt_sched.h>
@@ -54,6 +57,7 @@ struct fastlane_sched_data {
 	u8			dscp;
 	u64			rate;		/* the port's, bytes/s */
 	u64			nf_rate;	/* bytes/s, 0: no cap */
+	u8			configured;	/* by init: the defaults are set */
 	struct fastlane_tb	tb;
 	struct sk_buff_head	pending;	/* to be sent by work */
 	struct work_struct	work;
@@ -75,8 +79,9 @@ static struct fastlane_cb *fastlane_cb(struct sk_buff *skb)
 
 /* The length of the IP and TCP headers (with options) at the network
  * header of @skb if a notification can be made of it, else 0: TCP
- * directly after an IPv4 header of the first fragment, or after an IPv6
- * header without extension headers.
+ * directly after an IPv4 header (of a whole datagram or of its first
+ * fragment: later ones have no TCP header), or after an IPv6 header
+ * without extension headers.
  */
 static unsigned int fastlane_hdrlen(const struct sk_buff *skb, __be16 proto)
 {
@@ -93,7 +98,7 @@ static unsigned int fastlane_hdrlen(const struct sk_buff *skb, __be16 proto)
 		iph = skb_header_pointer(skb, nhoff, sizeof(_iph), &_iph);
 		if (!iph || iph->version != 4 || iph->ihl < 5 ||
 		    iph->protocol != IPPROTO_TCP ||
-		    (iph->frag_off & htons(IP_MF | IP_OFFSET)))
+		    (iph->frag_off & htons(IP_OFFSET)))
 			return 0;
 		iphlen = iph->ihl * 4;
 		break;
@@ -120,6 +125,53 @@ static unsigned int fastlane_hdrlen(const struct sk_buff *skb, __be16 proto)
 	if (nhoff + iphlen + th->doff * 4 > skb->len)
 		return 0;
 	return iphlen + th->doff * 4;
+}
+
+/* The TCP checksum of the TCP segment at the transport header of @skb,
+ * over what @skb holds from there (0: it verifies).
+ */
+static __sum16 fastlane_tcp_csum(const struct sk_buff *skb, unsigned int len)
+{
+	int off = skb_transport_offset(skb);
+	__wsum csum = skb_checksum(skb, off, len, 0);
+
+	if (skb->protocol == htons(ETH_P_IP))
+		return csum_tcpudp_magic(ip_hdr(skb)->saddr, ip_hdr(skb)->daddr,
+					 len, IPPROTO_TCP, csum);
+	return csum_ipv6_magic(&ipv6_hdr(skb)->saddr, &ipv6_hdr(skb)->daddr,
+			       len, IPPROTO_TCP, csum);
+}
+
+/* The IP length @skb (IP at its network header) claims, or 0 */
+static unsigned int fastlane_ip_len(const struct sk_buff *skb)
+{
+	if (skb->protocol == htons(ETH_P_IP))
+		return ntohs(ip_hdr(skb)->tot_len);
+	return ntohs(ipv6_hdr(skb)->payload_len) + sizeof(struct ipv6hdr);
+}
+
+/* Mark the notification @nskb as one: its TCP checksum one off (one's
+ * complement).  A notification of a segment without payload is not cut
+ * short, and its checksum would still verify (swapping the addresses
+ * does not change the pseudo-header's sum): a host without FastLane
+ * would take it for a segment from the peer.  With the mark it drops it
+ * as corrupt, and a FastLane host tells it from a segment that merely
+ * carries the codepoint.  When @nskb holds the whole segment, the
+ * checksum is first made right (the original's may have been left to
+ * offload, CHECKSUM_PARTIAL).
+ */
+static void fastlane_mark(struct sk_buff *nskb)
+{
+	unsigned int tcplen = nskb->len - skb_transport_offset(nskb);
+	struct tcphdr *th = tcp_hdr(nskb);
+	u32 sum;
+
+	if (fastlane_ip_len(nskb) == nskb->len - skb_network_offset(nskb)) {
+		th->check = 0;
+		th->check = fastlane_tcp_csum(nskb, tcplen);
+	}
+	sum = ntohs((__force __be16)th->check) + 1;
+	th->check = (__force __sum16)htons((sum & 0xffff) + (sum >> 16));
 }
 
 /* Build the notification for @skb, which is about to be dropped.  @l2:
@@ -156,24 +208,47 @@ VISIBLE_IF_KUNIT struct sk_buff *fastlane_notification(const struct sk_buff *skb
 		skb_set_transport_header(nskb, sizeof(struct ipv6hdr));
 		fastlane_nf_ipv6(ipv6_hdr(nskb), dscp);
 	}
+	fastlane_mark(nskb);
 	if (l2) {
-		const struct ethhdr *oeth = eth_hdr(skb);
-		struct ethhdr *eth = skb_push(nskb, ETH_HLEN);
+		unsigned int maclen = skb_mac_header_len(skb);
+		struct ethhdr *eth;
 
-		ether_addr_copy(eth->h_dest, oeth->h_source);
-		ether_addr_copy(eth->h_source, oeth->h_dest);
-		eth->h_proto = proto;
+		/* the Ethernet header with its VLAN tags (in the packet or
+		 * offloaded), the addresses swapped
+		 */
+		if (maclen > ETH_HLEN + 2 * VLAN_HLEN)
+			maclen = ETH_HLEN;
+		eth = skb_push(nskb, maclen);
+		memcpy(eth, skb_mac_header(skb), maclen);
+		if (maclen == ETH_HLEN)
+			eth->h_proto = proto;
+		ether_addr_copy(eth->h_dest, eth_hdr(skb)->h_source);
+		ether_addr_copy(eth->h_source, eth_hdr(skb)->h_dest);
 		skb_reset_mac_header(nskb);
+		nskb->protocol = eth->h_proto;
+		if (skb_vlan_tag_present(skb))
+			__vlan_hwaccel_put_tag(nskb, skb->vlan_proto,
+					       skb_vlan_tag_get(skb));
 	}
 	nskb->priority = TC_PRIO_CONTROL;
 	return nskb;
 }
 EXPORT_SYMBOL_IF_KUNIT(fastlane_notification);
 
-/* Does @skb carry the FastLane codepoint @dscp, and TCP? */
+/* Is @skb a notification, for FastLane codepoint @dscp?  TCP with the
+ * codepoint, and either cut short (its IP length is that of the packet
+ * it stands for) or whole with the mark (fastlane_mark(): its checksum
+ * does not verify).  A segment that merely carries the codepoint (set by
+ * its sender, reflected or remarked) is data, like any other.
+ */
 VISIBLE_IF_KUNIT bool fastlane_is_notification(const struct sk_buff *skb, u8 dscp)
 {
 	int nhoff = skb_network_offset(skb);
+	unsigned int iplen, hlen, avail;
+	struct in6_addr s6, d6;
+	__be32 s4 = 0, d4 = 0;
+	bool v6 = false;
+	__wsum csum;
 
 	switch (skb_protocol(skb, true)) {
 	case htons(ETH_P_IP): {
@@ -181,19 +256,47 @@ VISIBLE_IF_KUNIT bool fastlane_is_notification(const struct sk_buff *skb, u8 dsc
 		const struct iphdr *iph;
 
 		iph = skb_header_pointer(skb, nhoff, sizeof(_iph), &_iph);
-		return iph && iph->protocol == IPPROTO_TCP &&
-		       (ipv4_get_dsfield(iph) >> 2) == dscp;
+		if (!iph || iph->protocol != IPPROTO_TCP ||
+		    (ipv4_get_dsfield(iph) >> 2) != dscp || iph->ihl < 5)
+			return false;
+		iplen = ntohs(iph->tot_len);
+		hlen = iph->ihl * 4;
+		s4 = iph->saddr;
+		d4 = iph->daddr;
+		break;
 	}
 	case htons(ETH_P_IPV6): {
 		struct ipv6hdr _ip6h;
 		const struct ipv6hdr *ip6h;
 
 		ip6h = skb_header_pointer(skb, nhoff, sizeof(_ip6h), &_ip6h);
-		return ip6h && ip6h->nexthdr == IPPROTO_TCP &&
-		       (ipv6_get_dsfield(ip6h) >> 2) == dscp;
+		if (!ip6h || ip6h->nexthdr != IPPROTO_TCP ||
+		    (ipv6_get_dsfield(ip6h) >> 2) != dscp)
+			return false;
+		iplen = ntohs(ip6h->payload_len) + sizeof(*ip6h);
+		hlen = sizeof(*ip6h);
+		s6 = ip6h->saddr;
+		d6 = ip6h->daddr;
+		v6 = true;
+		break;
 	}
+	default:
+		return false;
 	}
-	return false;
+	avail = skb->len - nhoff;
+	if (avail < iplen)
+		return true;		/* cut short */
+	if (iplen < hlen + sizeof(struct tcphdr))
+		return false;
+	/* whole: the mark tells; offload vouches for a segment's checksum */
+	if (skb->ip_summed == CHECKSUM_PARTIAL ||
+	    skb->ip_summed == CHECKSUM_UNNECESSARY)
+		return false;
+	csum = skb_checksum(skb, nhoff + hlen, iplen - hlen, 0);
+	if (!v6)
+		return csum_tcpudp_magic(s4, d4, iplen - hlen, IPPROTO_TCP,
+					 csum) != 0;
+	return csum_ipv6_magic(&s6, &d6, iplen - hlen, IPPROTO_TCP, csum) != 0;
 }
 EXPORT_SYMBOL_IF_KUNIT(fastlane_is_notification);
 
@@ -313,7 +416,8 @@ static int fastlane_enqueue(struct sk_buff *skb, struct Qdisc *sch,
 		q->stats.nf_backlog_max = max(q->stats.nf_backlog_max,
 					      q->nf_backlog);
 	} else {
-		if (q->data_backlog + len > READ_ONCE(sch->limit)) {
+		/* the notification buffer is carved out of the port's */
+		if (q->data_backlog + len > READ_ONCE(sch->limit) - q->nf_limit) {
 			fastlane_notify(sch, skb);
 			return qdisc_drop(skb, sch, to_free);
 		}
@@ -387,6 +491,21 @@ static const struct nla_policy fastlane_policy[TCA_FASTLANE_MAX + 1] = {
 	[TCA_FASTLANE_CE_THRESHOLD] = { .type = NLA_U32 },
 };
 
+/* The rate of the port @sch is the root qdisc of, in bytes/s, from its
+ * link speed; 0 if unknown, or if @sch is a leaf (its rate is that of
+ * the shaper above it, which it cannot see).  Under RTNL.
+ */
+static u64 fastlane_link_rate(struct Qdisc *sch)
+{
+	struct ethtool_link_ksettings ks;
+
+	if (sch->parent != TC_H_ROOT ||
+	    __ethtool_get_link_ksettings(qdisc_dev(sch), &ks) ||
+	    ks.base.speed == SPEED_UNKNOWN || !ks.base.speed)
+		return 0;
+	return div_u64((u64)ks.base.speed * 1000000, 8);
+}
+
 static int fastlane_change(struct Qdisc *sch, struct nlattr *opt,
 			   struct netlink_ext_ack *extack)
 {
@@ -398,15 +517,22 @@ static int fastlane_change(struct Qdisc *sch, struct nlattr *opt,
 	int err;
 
 	/* tc does not set NLA_F_NESTED on TCA_OPTIONS */
-	err = nla_parse_nested_deprecated(tb, TCA_FASTLANE_MAX, opt,
-					  fastlane_policy, extack);
-	if (err < 0)
-		return err;
+	memset(tb, 0, sizeof(tb));
+	if (opt) {
+		err = nla_parse_nested_deprecated(tb, TCA_FASTLANE_MAX, opt,
+						  fastlane_policy, extack);
+		if (err < 0)
+			return err;
+	}
 
 	limit = tb[TCA_FASTLANE_LIMIT] ? nla_get_u32(tb[TCA_FASTLANE_LIMIT]) :
 					 READ_ONCE(sch->limit);
-	rate = tb[TCA_FASTLANE_RATE] ? nla_get_u64(tb[TCA_FASTLANE_RATE]) :
-				       q->rate;
+	if (tb[TCA_FASTLANE_RATE])
+		rate = nla_get_u64(tb[TCA_FASTLANE_RATE]);
+	else if (!q->configured)
+		rate = fastlane_link_rate(sch);
+	else
+		rate = q->rate;
 	/* the caps follow the buffer and the rate unless given */
 	if (tb[TCA_FASTLANE_NF_LIMIT])
 		nf_limit = nla_get_u32(tb[TCA_FASTLANE_NF_LIMIT]);
@@ -414,12 +540,19 @@ static int fastlane_change(struct Qdisc *sch, struct nlattr *opt,
 		nf_limit = div_u64((u64)limit * FASTLANE_NF_LIMIT_PERMILLE, 1000);
 	else
 		nf_limit = q->nf_limit;
-	if (tb[TCA_FASTLANE_NF_RATE])
+	if (tb[TCA_FASTLANE_NF_RATE]) {
 		nf_rate = nla_get_u64(tb[TCA_FASTLANE_NF_RATE]);
-	else if (tb[TCA_FASTLANE_RATE])
+	} else if (tb[TCA_FASTLANE_RATE] || !q->configured) {
+		/* the paper's cap, never none by default */
+		if (!rate) {
+			NL_SET_ERR_MSG(extack,
+				       "the port's rate is unknown: give rate (a shaper's leaf: the shaper's rate), or nf_rate 0 to run without a rate cap");
+			return -EINVAL;
+		}
 		nf_rate = div_u64(rate * FASTLANE_NF_RATE_PERCENT, 100);
-	else
+	} else {
 		nf_rate = q->nf_rate;
+	}
 	dscp = tb[TCA_FASTLANE_DSCP] ? nla_get_u8(tb[TCA_FASTLANE_DSCP]) :
 				       q->dscp;
 	ce_threshold = tb[TCA_FASTLANE_CE_THRESHOLD] ?
@@ -429,6 +562,11 @@ static int fastlane_change(struct Qdisc *sch, struct nlattr *opt,
 	if (nf_limit > limit) {
 		NL_SET_ERR_MSG_ATTR(extack, tb[TCA_FASTLANE_NF_LIMIT],
 				    "nf_limit larger than the port's buffer (limit)");
+		return -EINVAL;
+	}
+	if (nf_limit == limit) {
+		NL_SET_ERR_MSG_ATTR(extack, tb[TCA_FASTLANE_NF_LIMIT],
+				    "nf_limit leaves no room for data in the port's buffer (limit)");
 		return -EINVAL;
 	}
 	if (rate && nf_rate > rate) {
@@ -454,6 +592,7 @@ static int fastlane_change(struct Qdisc *sch, struct nlattr *opt,
 	q->nf_rate = nf_rate;
 	q->dscp = dscp;
 	q->ce_threshold = ce_threshold;
+	q->configured = 1;
 	/* what exceeds the new buffers stays queued and drains */
 	sch_tree_unlock(sch);
 	return 0;
@@ -473,9 +612,8 @@ static int fastlane_init(struct Qdisc *sch, struct nlattr *opt,
 	q->tb.t_last = ktime_get_ns();
 	q->tb.tokens = FASTLANE_NF_BURST(q);
 
-	if (opt)
-		return fastlane_change(sch, opt, extack);
-	return 0;
+	/* no options: the defaults, the caps on the port's rate */
+	return fastlane_change(sch, opt, extack);
 }
 
 static void fastlane_destroy(struct Qdisc *sch)

@@ -22,6 +22,7 @@
 #include <linux/math64.h>
 #include <linux/minmax.h>
 #include <linux/skbuff.h>
+#include <net/checksum.h>
 #include <net/dsfield.h>
 #include <net/inet_ecn.h>
 
@@ -37,14 +38,22 @@
 #define FASTLANE_PENDING_MAX		64
 
 /* Rewrite an IPv4 header into a notification's: swap the addresses and
- * set the DSCP, keeping the ECN field and the total length.  Swapping
+ * set the DSCP, keeping the ECN field and the total length (of a first
+ * fragment: the fragment's).  Swapping
  * two 32-bit words does not change a one's complement sum, so only the
  * DSCP change updates the header checksum (incrementally).
  */
 static inline void fastlane_nf_ipv4(struct iphdr *iph, u8 dscp)
 {
+	__be16 frag = iph->frag_off;
+
 	swap(iph->saddr, iph->daddr);
 	ipv4_change_dsfield(iph, INET_ECN_MASK, dscp << 2);
+	/* of a first fragment: a whole packet, not one to reassemble */
+	if (frag & htons(IP_MF)) {
+		iph->frag_off &= ~htons(IP_MF);
+		csum_replace2(&iph->check, frag, iph->frag_off);
+	}
 }
 
 /* The same for IPv6 (no header checksum; the payload length is kept) */

@@ -6,8 +6,10 @@
 
 #include <kunit/test.h>
 #include <linux/etherdevice.h>
+#include <linux/if_vlan.h>
 #include <linux/tcp.h>
 #include <net/ip.h>
+#include <net/ip6_checksum.h>
 #include "sch_fastlane.h"
 
 MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);
@@ -82,6 +84,121 @@ static struct sk_buff *make_pkt(struct kunit *test, bool v6, u8 tos, u8 proto)
 	return skb;
 }
 
+/* The TCP headers of @n and @skb are the same for @len bytes, but for
+ * the checksum
+ */
+static void expect_same_tcp(struct kunit *test, struct sk_buff *n,
+			    struct sk_buff *skb, unsigned int len)
+{
+	const u8 *a = skb_transport_header(n), *b = skb_transport_header(skb);
+
+	KUNIT_EXPECT_EQ(test, memcmp(a, b, 16), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(a + 18, b + 18, len - 18), 0);
+}
+
+/* A valid TCP checksum for the whole packet @skb */
+static void set_tcp_csum(struct sk_buff *skb)
+{
+	unsigned int len = skb->len - skb_transport_offset(skb);
+	struct tcphdr *th = tcp_hdr(skb);
+	__wsum csum;
+
+	th->check = 0;
+	csum = skb_checksum(skb, skb_transport_offset(skb), len, 0);
+	if (skb->protocol == htons(ETH_P_IP))
+		th->check = csum_tcpudp_magic(ip_hdr(skb)->saddr, ip_hdr(skb)->daddr,
+					      len, IPPROTO_TCP, csum);
+	else
+		th->check = csum_ipv6_magic(&ipv6_hdr(skb)->saddr,
+					    &ipv6_hdr(skb)->daddr, len,
+					    IPPROTO_TCP, csum);
+}
+
+static __sum16 tcp_csum_of(struct sk_buff *skb)
+{
+	unsigned int len = skb->len - skb_transport_offset(skb);
+	__wsum csum = skb_checksum(skb, skb_transport_offset(skb), len, 0);
+
+	if (skb->protocol == htons(ETH_P_IP))
+		return csum_tcpudp_magic(ip_hdr(skb)->saddr, ip_hdr(skb)->daddr,
+					 len, IPPROTO_TCP, csum);
+	return csum_ipv6_magic(&ipv6_hdr(skb)->saddr, &ipv6_hdr(skb)->daddr,
+			       len, IPPROTO_TCP, csum);
+}
+
+/* Issue 20, defect 6: a segment without payload is not cut short by
+ * the transform: the mark (its checksum one off) tells its notification
+ * from a segment, and a segment with the codepoint is not one
+ */
+static void fastlane_test_mark(struct kunit *test)
+{
+	int v6;
+
+	for (v6 = 0; v6 <= 1; v6++) {
+		struct sk_buff *skb = make_pkt(test, v6, NF_DSCP << 2, IPPROTO_TCP);
+		struct sk_buff *n;
+		u32 sum;
+
+		/* whole segments that carry the codepoint: data */
+		set_tcp_csum(skb);
+		KUNIT_EXPECT_EQ(test, tcp_csum_of(skb), 0);
+		KUNIT_EXPECT_FALSE(test, fastlane_is_notification(skb, NF_DSCP));
+		/* ... but not when their checksum is left to offload */
+		skb->ip_summed = CHECKSUM_PARTIAL;
+		skb->csum_start = skb_transport_header(skb) - skb->head;
+		skb->csum_offset = offsetof(struct tcphdr, check);
+		tcp_hdr(skb)->check = 0x1234;
+		KUNIT_EXPECT_FALSE(test, fastlane_is_notification(skb, NF_DSCP));
+		/* a pure ACK, its checksum left to offload: the notification's
+		 * is made right, then marked
+		 */
+		skb_trim(skb, skb->len - PAYLOAD);
+		if (v6)
+			ipv6_hdr(skb)->payload_len = htons(32);
+		else
+			ip_hdr(skb)->tot_len = htons(20 + 32);
+		if (!v6)
+			ip_send_check(ip_hdr(skb));
+		n = fastlane_notification(skb, NF_DSCP, false);
+		KUNIT_ASSERT_NOT_NULL(test, n);
+		KUNIT_EXPECT_EQ(test, n->len, skb->len - ETH_HLEN);
+		KUNIT_EXPECT_NE(test, tcp_csum_of(n), 0);
+		/* exactly one off a valid checksum */
+		set_tcp_csum(skb);
+		skb->ip_summed = CHECKSUM_NONE;
+		sum = ntohs((__force __be16)tcp_hdr(skb)->check) + 1;
+		KUNIT_EXPECT_EQ(test, (u32)ntohs((__force __be16)tcp_hdr(n)->check),
+				(sum & 0xffff) + (sum >> 16));
+		KUNIT_EXPECT_TRUE(test, fastlane_is_notification(n, NF_DSCP));
+		KUNIT_EXPECT_FALSE(test, fastlane_is_notification(skb, NF_DSCP));
+		kfree_skb(n);
+		kfree_skb(skb);
+	}
+}
+
+/* Issue 20, defect 7: the first fragment of an IPv4 datagram has the
+ * TCP header and is notified (as a whole packet: more fragments cleared,
+ * the header checksum right); later fragments are not
+ */
+static void fastlane_test_first_fragment(struct kunit *test)
+{
+	struct sk_buff *skb = make_pkt(test, false, 0, IPPROTO_TCP);
+	struct sk_buff *n;
+
+	ip_hdr(skb)->frag_off = htons(IP_MF);
+	ip_send_check(ip_hdr(skb));
+	n = fastlane_notification(skb, NF_DSCP, false);
+	KUNIT_ASSERT_NOT_NULL(test, n);
+	KUNIT_EXPECT_EQ(test, ip_hdr(n)->frag_off, 0);
+	KUNIT_EXPECT_EQ(test, ip_fast_csum(ip_hdr(n), ip_hdr(n)->ihl), 0);
+	KUNIT_EXPECT_EQ(test, ip_hdr(n)->tot_len, ip_hdr(skb)->tot_len);
+	kfree_skb(n);
+	ip_hdr(skb)->frag_off = htons(IP_MF | 185);
+	ip_send_check(ip_hdr(skb));
+	KUNIT_EXPECT_NULL(test, fastlane_notification(skb, NF_DSCP, false));
+	kfree_skb(skb);
+}
+
 static void fastlane_test_ipv4_routed(struct kunit *test)
 {
 	struct sk_buff *skb = make_pkt(test, false, INET_ECN_ECT_0, IPPROTO_TCP);
@@ -104,9 +221,12 @@ static void fastlane_test_ipv4_routed(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, iph->tot_len, o->tot_len);
 	KUNIT_EXPECT_EQ(test, ip_fast_csum(iph, iph->ihl), 0);
 	KUNIT_EXPECT_EQ(test, iph->ttl, o->ttl);
-	/* the TCP header and options are the original's, byte for byte */
-	KUNIT_EXPECT_EQ(test, memcmp(skb_transport_header(n), skb_transport_header(skb),
-				     sizeof(struct tcphdr) + sizeof(tcp_opts)), 0);
+	/* the TCP header and options are the original's, byte for byte,
+	 * but for the checksum: the mark, one more (the payload is cut
+	 * off, so it was stale anyway)
+	 */
+	expect_same_tcp(test, n, skb, sizeof(struct tcphdr) + sizeof(tcp_opts));
+	KUNIT_EXPECT_EQ(test, ntohs((__force __be16)tcp_hdr(n)->check), 0xbef0);
 	KUNIT_EXPECT_TRUE(test, fastlane_is_notification(n, NF_DSCP));
 	KUNIT_EXPECT_FALSE(test, fastlane_is_notification(n, NF_DSCP + 1));
 	KUNIT_EXPECT_FALSE(test, fastlane_is_notification(skb, NF_DSCP));
@@ -134,6 +254,57 @@ static void fastlane_test_ipv4_bridged(struct kunit *test)
 	kfree_skb(skb);
 }
 
+/* Issue 20, defect 7: a bridged notification keeps the VLAN tag of the
+ * frame it stands for, offloaded or in the frame
+ */
+static void fastlane_test_vlan_kept(struct kunit *test)
+{
+	struct sk_buff *skb = make_pkt(test, false, 0, IPPROTO_TCP);
+	struct sk_buff *n, *tagged;
+	struct vlan_ethhdr *veth;
+	unsigned int iplen;
+
+	__vlan_hwaccel_put_tag(skb, htons(ETH_P_8021Q), 42);
+	n = fastlane_notification(skb, NF_DSCP, true);
+	KUNIT_ASSERT_NOT_NULL(test, n);
+	KUNIT_EXPECT_TRUE(test, skb_vlan_tag_present(n));
+	KUNIT_EXPECT_EQ(test, skb_vlan_tag_get(n), 42);
+	KUNIT_EXPECT_EQ(test, n->vlan_proto, htons(ETH_P_8021Q));
+	KUNIT_EXPECT_EQ(test, eth_hdr(n)->h_proto, htons(ETH_P_IP));
+	kfree_skb(n);
+
+	/* the tag in the frame: 802.1Q, VID 7 */
+	iplen = skb->len - ETH_HLEN;
+	tagged = alloc_skb(64 + skb->len + VLAN_HLEN, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, tagged);
+	skb_reserve(tagged, 32);
+	veth = skb_put(tagged, VLAN_ETH_HLEN);
+	ether_addr_copy(veth->h_source, mac_a);
+	ether_addr_copy(veth->h_dest, mac_b);
+	veth->h_vlan_proto = htons(ETH_P_8021Q);
+	veth->h_vlan_TCI = htons(7);
+	veth->h_vlan_encapsulated_proto = htons(ETH_P_IP);
+	skb_put_data(tagged, skb_network_header(skb), iplen);
+	skb_reset_mac_header(tagged);
+	skb_set_network_header(tagged, VLAN_ETH_HLEN);
+	skb_set_transport_header(tagged, VLAN_ETH_HLEN + 20);
+	tagged->protocol = htons(ETH_P_8021Q);
+	n = fastlane_notification(tagged, NF_DSCP, true);
+	KUNIT_ASSERT_NOT_NULL(test, n);
+	KUNIT_EXPECT_EQ(test, n->len, VLAN_ETH_HLEN + 20 + 32);
+	KUNIT_EXPECT_EQ(test, skb_network_offset(n), VLAN_ETH_HLEN);
+	veth = (struct vlan_ethhdr *)skb_mac_header(n);
+	KUNIT_EXPECT_TRUE(test, ether_addr_equal(veth->h_dest, mac_a));
+	KUNIT_EXPECT_TRUE(test, ether_addr_equal(veth->h_source, mac_b));
+	KUNIT_EXPECT_EQ(test, veth->h_vlan_proto, htons(ETH_P_8021Q));
+	KUNIT_EXPECT_EQ(test, veth->h_vlan_TCI, htons(7));
+	KUNIT_EXPECT_EQ(test, veth->h_vlan_encapsulated_proto, htons(ETH_P_IP));
+	KUNIT_EXPECT_EQ(test, ip_hdr(n)->saddr, ip_hdr(skb)->daddr);
+	kfree_skb(n);
+	kfree_skb(tagged);
+	kfree_skb(skb);
+}
+
 static void fastlane_test_ipv6(struct kunit *test)
 {
 	struct sk_buff *skb = make_pkt(test, true, INET_ECN_CE, IPPROTO_TCP);
@@ -150,8 +321,7 @@ static void fastlane_test_ipv6(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ipv6_get_dsfield(ip6h), (NF_DSCP << 2) | INET_ECN_CE);
 	KUNIT_EXPECT_EQ(test, ip6h->payload_len, o->payload_len);
 	KUNIT_EXPECT_EQ(test, ip6h->flow_lbl[1], o->flow_lbl[1]);
-	KUNIT_EXPECT_EQ(test, memcmp(skb_transport_header(n), skb_transport_header(skb),
-				     32), 0);
+	expect_same_tcp(test, n, skb, 32);
 	KUNIT_EXPECT_TRUE(test, fastlane_is_notification(n, NF_DSCP));
 	kfree_skb(n);
 	kfree_skb(skb);
@@ -226,6 +396,9 @@ static struct kunit_case fastlane_cases[] = {
 	KUNIT_CASE(fastlane_test_ipv6),
 	KUNIT_CASE(fastlane_test_refuses_what_is_not_tcp),
 	KUNIT_CASE(fastlane_test_tb_caps_rate),
+	KUNIT_CASE(fastlane_test_mark),
+	KUNIT_CASE(fastlane_test_first_fragment),
+	KUNIT_CASE(fastlane_test_vlan_kept),
 	{}
 };
 

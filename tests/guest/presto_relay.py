@@ -61,7 +61,8 @@ def main():
     ap.add_argument("--delay-ms", type=float, default=10.0)
     ap.add_argument("--drop-cell", type=int, default=3)
     ap.add_argument("--drop-index", type=int, default=10)
-    ap.add_argument("--log", help="one line per TCP segment: cell, seq, length, path")
+    ap.add_argument("--log", help="one line per TCP segment: cell, seq, length, path "
+                    "(and, IPv6, the flow label in hex)")
     a = ap.parse_args()
 
     s_in = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
@@ -114,7 +115,10 @@ def main():
             if log:
                 off = 14 + ((frame[14] & 0xF) * 4 if frame[12:14] == b"\x08\x00" else 40)
                 seq = struct.unpack_from("!I", frame, off + 4)[0]
-                log.write(f"{cell} {seq} {plen} {'slow' if cell % 2 == 0 else 'fast'}\n")
+                # IPv6: the flow label too (the receiver's GRO hashes it)
+                label = (f" {struct.unpack_from('!I', frame, 14)[0] & 0xFFFFF:05x}"
+                         if frame[12:14] == b"\x86\xdd" else "")
+                log.write(f"{cell} {seq} {plen} {'slow' if cell % 2 == 0 else 'fast'}{label}\n")
             per_cell[cell] += 1
             if a.mode == "loss" and cell == a.drop_cell and idx == a.drop_index and plen:
                 st["dropped"] += 1

@@ -9,6 +9,7 @@ consecutive hash values with bit 31 set, a TSO-sized packet is one
 decision, the flowcell ID is in the low 16 bits of the source MAC; pure
 ACKs and UDP take the L4 hash, unmodified; the counters in
 OVS_DP_ATTR_FLOWCELL; the flow limit with LRU eviction; idle flows freed;
+seeded starts (OVS_FLOWCELL_ATTR_SEED) repeat across datapaths and restarts;
 bad sizes and malformed attributes refused (with an extack message).
 """
 import errno
@@ -39,13 +40,14 @@ OVS_DP_ATTR_FLOWCELL = 10
 (OVS_FLOWCELL_ATTR_PAD, OVS_FLOWCELL_ATTR_LIMIT, OVS_FLOWCELL_ATTR_IDLE_MSECS,
  OVS_FLOWCELL_ATTR_FLOWS, OVS_FLOWCELL_ATTR_PACKETS, OVS_FLOWCELL_ATTR_BYTES,
  OVS_FLOWCELL_ATTR_CELLS, OVS_FLOWCELL_ATTR_EVICTIONS, OVS_FLOWCELL_ATTR_EXPIRED,
- OVS_FLOWCELL_ATTR_ALLOC_FAILS, OVS_FLOWCELL_ATTR_FALLBACKS) = range(1, 12)
+ OVS_FLOWCELL_ATTR_ALLOC_FAILS, OVS_FLOWCELL_ATTR_FALLBACKS, OVS_FLOWCELL_ATTR_SEED) = range(1, 13)
 FLOWCELL_NAMES = {
     OVS_FLOWCELL_ATTR_LIMIT: "limit", OVS_FLOWCELL_ATTR_IDLE_MSECS: "idle_msecs",
     OVS_FLOWCELL_ATTR_FLOWS: "flows", OVS_FLOWCELL_ATTR_PACKETS: "packets",
     OVS_FLOWCELL_ATTR_BYTES: "bytes", OVS_FLOWCELL_ATTR_CELLS: "cells",
     OVS_FLOWCELL_ATTR_EVICTIONS: "evictions", OVS_FLOWCELL_ATTR_EXPIRED: "expired",
     OVS_FLOWCELL_ATTR_ALLOC_FAILS: "alloc_fails", OVS_FLOWCELL_ATTR_FALLBACKS: "fallbacks",
+    OVS_FLOWCELL_ATTR_SEED: "seed",
 }
 OVS_PACKET_CMD_ACTION, OVS_PACKET_CMD_EXECUTE = 2, 3
 OVS_PACKET_ATTR_PACKET, OVS_PACKET_ATTR_KEY, OVS_PACKET_ATTR_ACTIONS = 1, 2, 3
@@ -325,8 +327,9 @@ def test_bad_flowcell_sizes_are_refused(dp):
     (u32(OVS_FLOWCELL_ATTR_IDLE_MSECS, 1), errno.ERANGE, "out of range"),
     (nla(OVS_FLOWCELL_ATTR_LIMIT, b"\1\0"), errno.EINVAL, ""),
     (nla(OVS_FLOWCELL_ATTR_FLOWS, struct.pack("=Q", 5)), errno.EINVAL, "Read-only"),
-    (nla(OVS_FLOWCELL_ATTR_FALLBACKS + 1, b"\0\0\0\0"), errno.EINVAL, ""),
-], ids=["limit-0", "limit-too-big", "idle-too-short", "short-u32", "read-only", "unknown"])
+    (nla(OVS_FLOWCELL_ATTR_SEED, b"\1\0"), errno.EINVAL, ""),
+    (nla(OVS_FLOWCELL_ATTR_SEED + 1, b"\0\0\0\0"), errno.EINVAL, ""),
+], ids=["limit-0", "limit-too-big", "idle-too-short", "short-u32", "read-only", "short-seed", "unknown"])
 def test_malformed_attributes_are_refused(dp, body, err, message):
     before = dp.flowcell()
     with pytest.raises(NetlinkError) as e:
@@ -335,6 +338,43 @@ def test_malformed_attributes_are_refused(dp, body, err, message):
     assert e.value.extack, "an extack message says why"
     assert message in e.value.extack
     assert dp.flowcell() == before
+
+
+def test_seeded_starts_repeat(dp):
+    """OVS_FLOWCELL_ATTR_SEED: 0 (the default) draws a new flow's start
+    at random; a seed makes it a hash of the flow, the same in another
+    datapath with the same seed and when the flow starts over; another
+    seed moves it."""
+    def first_hashes(d, sports):
+        # limit 1: each flow evicts the previous one, so each starts anew
+        return [d.execute(tcp_packet(sport=sp))[0] for sp in sports]
+
+    assert dp.flowcell()["seed"] == 0
+    dp.set_flowcell(u32(OVS_FLOWCELL_ATTR_LIMIT, 1))
+    unseeded = first_hashes(dp, [7, 8] * 8)
+    assert len(set(unseeded[0::2])) > 1, "seed 0: a restarted flow draws a new start"
+
+    dp.set_flowcell(u32(OVS_FLOWCELL_ATTR_SEED, 42))
+    assert dp.flowcell()["seed"] == 42
+    sports = list(range(100, 108))
+    a = first_hashes(dp, sports + sports)
+    assert a[:8] == a[8:], "a flow that starts over takes the same start"
+    assert len(set(a[:8])) > 1, "flows have their own starts"
+    assert dp.flowcell()["evictions"] >= 15
+    other = Datapath("fcdp2")
+    try:
+        other.set_flowcell(u32(OVS_FLOWCELL_ATTR_LIMIT, 1) + u32(OVS_FLOWCELL_ATTR_SEED, 42))
+        assert first_hashes(other, sports) == a[:8], "the same seed, another datapath: the same starts"
+        other.set_flowcell(u32(OVS_FLOWCELL_ATTR_SEED, 43))
+        assert first_hashes(other, sports) != a[:8], "another seed: other starts"
+    finally:
+        other.close()
+    # still consecutive flowcells from the seeded start
+    dp.set_flowcell(u32(OVS_FLOWCELL_ATTR_LIMIT, 8192))
+    seen = [dp.execute(tcp_packet(sport=200))[0] for _ in range(12)]
+    assert [(h - seen[0]) & 0x7fffffff for h in seen] == [0] * 5 + [1] * 5 + [2] * 2
+    dp.set_flowcell(u32(OVS_FLOWCELL_ATTR_SEED, 0))
+    assert dp.flowcell()["seed"] == 0
 
 
 def test_datapath_deleted_with_flows():

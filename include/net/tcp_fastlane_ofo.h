@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* FastLane over multiple paths (CONFIG_TCP_FASTLANE_OFO): the
+ * out-of-order-bytes option and packet-scatter mode.
+ *
+ * Zats et al., "FastLane: Making Short Flows Shorter with Agile Drop
+ * Notification", SoCC 2015, Sec. 3.4.1 "Supporting Multiple Paths".
+ *
+ * The receiver tells the sender how many bytes it holds out of order
+ * beyond rcv_nxt, in an experimental option (RFC 6994) of its own ExID,
+ * on every segment it sends while its out-of-order queue is not empty.
+ * The sender inflates its congestion window by that amount: on a new
+ * ACK by the option's value, on a duplicate ACK by the maximum of the
+ * value and the current inflation (ACKs reordered among themselves),
+ * never beyond the receive window.  Both ends must offer the option on
+ * the SYN and SYN-ACK (net.ipv4.tcp_fastlane_ofo); it is never sent to
+ * a peer that did not.
+ *
+ * Wire format:
+ *
+ *   SYN, SYN-ACK:  kind 254, length 4 | ExID 0xFA0F
+ *   other:         kind 254, length 8 | ExID 0xFA0F | 32-bit byte count
+ *
+ * Packet-scatter mode (net.ipv4.tcp_fastlane_scatter, TCP_FASTLANE_SCATTER)
+ * makes loss detection rely on FastLane notifications and the RTO, and
+ * on SACK only once more than tcp_max_reordering segments are SACKed
+ * above a hole (net/ipv4/tcp_fastlane_ofo.c).
+ */
+#ifndef _NET_TCP_FASTLANE_OFO_H
+#define _NET_TCP_FASTLANE_OFO_H
+
+#include <linux/skbuff.h>
+#include <linux/sockptr.h>
+#include <linux/tcp.h>
+#include <linux/types.h>
+#include <net/net_namespace.h>
+
+#define TCPOPT_FL_OFO_MAGIC		0xFA0F
+#define TCPOLEN_FL_OFO_PERM		4	/* SYN, SYN-ACK */
+#define TCPOLEN_FL_OFO			8	/* the byte count */
+
+/* What tcp_fl_ofo_parse() found */
+enum tcp_fl_ofo_opt {
+	TCP_FL_OFO_NONE,	/* no option of our ExID */
+	TCP_FL_OFO_PERM,	/* the SYN's offer */
+	TCP_FL_OFO_VALUE,	/* a byte count, in *val */
+	TCP_FL_OFO_MALFORMED,	/* our ExID, a length we do not know */
+};
+
+/* Find the option of our ExID in the TCP options @opt of @len bytes
+ * (untrusted).  The first one found counts.
+ */
+static inline enum tcp_fl_ofo_opt tcp_fl_ofo_parse(const u8 *opt, int len,
+						   u32 *val)
+{
+	while (len > 0) {
+		u8 kind = opt[0], olen;
+
+		if (kind == 0)		/* TCPOPT_EOL */
+			break;
+		if (kind == 1) {	/* TCPOPT_NOP */
+			opt++;
+			len--;
+			continue;
+		}
+		if (len < 2)
+			break;
+		olen = opt[1];
+		if (olen < 2 || olen > len)
+			break;
+		if (kind == 254 && olen >= 4 &&
+		    ((opt[2] << 8) | opt[3]) == TCPOPT_FL_OFO_MAGIC) {
+			if (olen == TCPOLEN_FL_OFO_PERM)
+				return TCP_FL_OFO_PERM;
+			if (olen != TCPOLEN_FL_OFO)
+				return TCP_FL_OFO_MALFORMED;
+			*val = ((u32)opt[4] << 24) | ((u32)opt[5] << 16) |
+			       ((u32)opt[6] << 8) | opt[7];
+			return TCP_FL_OFO_VALUE;
+		}
+		opt += olen;
+		len -= olen;
+	}
+	return TCP_FL_OFO_NONE;
+}
+
+/* Write the byte count @val as the option at @p (8 bytes) */
+static inline void tcp_fl_ofo_encode(u8 *p, u32 val)
+{
+	p[0] = 254;
+	p[1] = TCPOLEN_FL_OFO;
+	p[2] = TCPOPT_FL_OFO_MAGIC >> 8;
+	p[3] = TCPOPT_FL_OFO_MAGIC & 0xff;
+	p[4] = val >> 24;
+	p[5] = val >> 16;
+	p[6] = val >> 8;
+	p[7] = val;
+}
+
+/* Is a received byte count plausible?  The receiver holds out of order
+ * only bytes it was sent and that lie within the window it advertised:
+ * never more than what is unacknowledged after this ACK, less the hole
+ * at its left edge (@snd_nxt - @ack - 1), nor more than the receive
+ * window (@snd_wnd).  Anything else is absurd (forged, or a broken
+ * peer): ignored and counted.
+ */
+static inline bool tcp_fl_ofo_plausible(u32 val, u32 ack, u32 snd_nxt,
+					u32 snd_wnd)
+{
+	u32 outstanding = snd_nxt - ack;
+
+	if ((s32)outstanding <= 0)
+		return val == 0;
+	return val < outstanding && val <= snd_wnd;
+}
+
+/* The paper's inflation rule.  @cur: the current inflation (bytes);
+ * @val: the option's value on this ACK (0 when it carries none: the
+ * receiver holds nothing out of order); @new_ack: the ACK advances
+ * snd_una.  A new ACK inflates by its value; a duplicate ACK by the
+ * maximum of its value and the current inflation, so that a duplicate
+ * ACK overtaken by a later one does not shrink the window.  Never
+ * beyond the receive window @snd_wnd.
+ */
+static inline u32 tcp_fl_ofo_inflate(u32 cur, u32 val, bool new_ack,
+				     u32 snd_wnd)
+{
+	u32 infl = new_ack ? val : max(cur, val);
+
+	return min(infl, snd_wnd);
+}
+
+/* The packets the inflation adds to the congestion window: Linux already
+ * leaves out of the packets in flight those it knows the receiver holds
+ * (SACKed, or with Reno one per duplicate ACK: @sacked_out), so only
+ * the inflation beyond them counts, in whole segments of @mss bytes.
+ */
+static inline u32 tcp_fl_ofo_extra(u32 infl, u32 mss, u32 sacked_out)
+{
+	u32 pkts;
+
+	if (!infl || !mss)
+		return 0;
+	pkts = infl / mss;
+	return pkts > sacked_out ? pkts - sacked_out : 0;
+}
+
+/* The bytes of out-of-order segments [seq, end_seq), sorted by seq and
+ * possibly overlapping, beyond rcv_nxt: fed one segment at a time to
+ * tcp_fl_ofo_sum() with the running state (@edge: the highest end_seq
+ * so far, 0 before the first).
+ */
+static inline u32 tcp_fl_ofo_sum(u32 sum, u32 *edge, bool first, u32 seq,
+				 u32 end_seq)
+{
+	if (!first && (s32)(seq - *edge) < 0)
+		seq = *edge;
+	if ((s32)(end_seq - seq) > 0) {
+		sum += end_seq - seq;
+		*edge = end_seq;
+	} else if (first) {
+		*edge = end_seq;
+	}
+	return sum;
+}
+
+#if IS_ENABLED(CONFIG_TCP_FASTLANE_OFO)
+
+static inline bool tcp_fl_ofo_on(const struct net *net)
+{
+	return READ_ONCE(net->ipv4.sysctl_tcp_fastlane_ofo);
+}
+
+/* Is the socket in packet-scatter mode?  Its own setting
+ * (TCP_FASTLANE_SCATTER), or the netns default.
+ */
+static inline bool tcp_fl_scatter(const struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+
+	if (tp->fl_ofo.scatter_set)
+		return tp->fl_ofo.scatter;
+	return READ_ONCE(sock_net(sk)->ipv4.sysctl_tcp_fastlane_scatter);
+}
+
+/* The segments tcp_cwnd_test() may send beyond the congestion window */
+static inline u32 tcp_fl_ofo_cwnd_extra(const struct tcp_sock *tp)
+{
+	if (likely(!tp->fl_ofo.infl))
+		return 0;
+	return tcp_fl_ofo_extra(tp->fl_ofo.infl, tp->mss_cache,
+				tp->sacked_out);
+}
+
+/* Does the receiver side of @sk send the option on its next segment? */
+static inline bool tcp_fl_ofo_want(const struct tcp_sock *tp)
+{
+	return unlikely(tp->fl_ofo.ok) &&
+	       !RB_EMPTY_ROOT(&tp->out_of_order_queue);
+}
+
+/* Packet scatter: may RACK mark losses on this ACK?  Only once more than
+ * tp->reordering segments are SACKed (notifications and the RTO cover
+ * the rest).
+ */
+static inline bool tcp_fl_scatter_holds_rack(struct sock *sk)
+{
+	if (likely(!tcp_fl_scatter(sk)))
+		return false;
+	return tcp_sk(sk)->sacked_out < tcp_sk(sk)->reordering;
+}
+
+u32 tcp_fl_ofo_rcv_bytes(struct tcp_sock *tp);
+void tcp_fl_ofo_ack(struct sock *sk, const struct sk_buff *skb, bool new_ack);
+void tcp_fl_ofo_syn_sent(struct sock *sk, bool peer_offered);
+void tcp_fl_ofo_child(struct sock *newsk, bool negotiated);
+void tcp_fl_ofo_count_sent(const struct sock *sk);
+void tcp_fl_ofo_count_noroom(const struct sock *sk);
+int tcp_fl_ofo_setsockopt(struct sock *sk, sockptr_t optval,
+			  unsigned int optlen);
+int tcp_fl_ofo_getsockopt(struct sock *sk, int optname, sockptr_t optval,
+			  sockptr_t optlen);
+
+#else
+
+static inline bool tcp_fl_ofo_on(const struct net *net)
+{
+	return false;
+}
+
+static inline u32 tcp_fl_ofo_cwnd_extra(const struct tcp_sock *tp)
+{
+	return 0;
+}
+
+static inline bool tcp_fl_scatter_holds_rack(struct sock *sk)
+{
+	return false;
+}
+
+#endif /* CONFIG_TCP_FASTLANE_OFO */
+#endif /* _NET_TCP_FASTLANE_OFO_H */

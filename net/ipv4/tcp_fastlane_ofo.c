@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * FastLane over multiple paths (CONFIG_TCP_FASTLANE_OFO).
+ *
+ * Zats et al., "FastLane: Making Short Flows Shorter with Agile Drop
+ * Notification", SoCC 2015, Sec. 3.4.1: with packet scatter, segments
+ * reach the receiver out of order; those it holds beyond rcv_nxt have
+ * left the network, so the sender may inflate its congestion window by
+ * them.  The receiver says how many bytes it holds in an experimental
+ * TCP option (include/net/tcp_fastlane_ofo.h); the sender inflates on a
+ * new ACK by its value, on a duplicate ACK by the maximum of its value
+ * and the current inflation.
+ *
+ * Receiver: with net.ipv4.tcp_fastlane_ofo on, the SYN and SYN-ACK offer
+ * the option (4 bytes); a connection whose both ends offered it puts the
+ * byte count (8 bytes) on every segment it sends while its out-of-order
+ * queue is not empty, if at least one SACK block still fits after it
+ * (tcp_established_options(): MD5, AO, timestamps, FastLane's timeout
+ * count and MPTCP come first; the option displaces a SACK block, never
+ * the last one).
+ *
+ * Sender: the inflation is tp->fl_ofo.infl, in bytes, at most the
+ * receive window; tcp_cwnd_test() lets the socket send as many more
+ * segments as it exceeds what Linux already leaves out of the packets in
+ * flight (SACKed segments, or Reno's one per duplicate ACK).  An option
+ * that is not plausible (more than is outstanding or than the receive
+ * window) or arrives on a connection that did not negotiate it is
+ * ignored and counted (TCPFastLaneOfoBadValue, TCPFastLaneOfoNotNegotiated).
+ *
+ * Packet scatter (net.ipv4.tcp_fastlane_scatter or the socket option
+ * TCP_FASTLANE_SCATTER): reordering is normal, so the duplicate-ACK and
+ * RACK heuristics must not declare losses that FastLane notifications
+ * and the RTO cover.  The socket's reordering degree is raised to
+ * net.ipv4.tcp_max_reordering (Reno's duplicate ACK threshold, NewReno's
+ * and RACK's SACK threshold), and RACK marks nothing lost (on ACKs or
+ * from its reordering timer) until at least that many segments are
+ * SACKed: notifications (which mark segments lost themselves), the RTO
+ * and, beyond that, SACK decide.
+ */
+
+#include <linux/kernel.h>
+#include <linux/tcp.h>
+#include <net/tcp.h>
+#include <net/tcp_fastlane_ofo.h>
+
+/* The receiver's byte count: the out-of-order queue walked in sequence
+ * order, overlaps counted once.  Cached while rcv_nxt, the number of
+ * out-of-order packets received and the queue's last skb are unchanged.
+ */
+u32 tcp_fl_ofo_rcv_bytes(struct tcp_sock *tp)
+{
+	struct rb_node *p = rb_first(&tp->out_of_order_queue);
+	struct sk_buff *last = tp->ooo_last_skb;
+	u32 sum = 0, edge = 0;
+	bool first = true;
+
+	if (tp->fl_ofo.c_rcv_nxt == tp->rcv_nxt &&
+	    tp->fl_ofo.c_ooopack == tp->rcv_ooopack &&
+	    last && tp->fl_ofo.c_last_end == TCP_SKB_CB(last)->end_seq)
+		return tp->fl_ofo.c_bytes;
+
+	for (; p; p = rb_next(p)) {
+		const struct sk_buff *skb = rb_to_skb(p);
+
+		sum = tcp_fl_ofo_sum(sum, &edge, first, TCP_SKB_CB(skb)->seq,
+				     TCP_SKB_CB(skb)->end_seq);
+		first = false;
+	}
+	tp->fl_ofo.c_rcv_nxt = tp->rcv_nxt;
+	tp->fl_ofo.c_ooopack = tp->rcv_ooopack;
+	tp->fl_ofo.c_last_end = last ? TCP_SKB_CB(last)->end_seq : 0;
+	tp->fl_ofo.c_bytes = sum;
+	return sum;
+}
+
+void tcp_fl_ofo_count_sent(const struct sock *sk)
+{
+	NET_INC_STATS(sock_net(sk), LINUX_MIB_TCPFASTLANEOFOSENT);
+}
+
+void tcp_fl_ofo_count_noroom(const struct sock *sk)
+{
+	NET_INC_STATS(sock_net(sk), LINUX_MIB_TCPFASTLANEOFONOROOM);
+}
+
+/* Packet scatter: the reordering degree that keeps duplicate ACKs and
+ * SACK from declaring losses (Reno's threshold, RACK's gate)
+ */
+static void tcp_fl_scatter_reordering(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u32 max_reo = READ_ONCE(sock_net(sk)->ipv4.sysctl_tcp_max_reordering);
+
+	if (tp->reordering < max_reo)
+		tp->reordering = max_reo;
+}
+
+/* From tcp_ack(), for an ACK that neither is older than snd_una nor
+ * acknowledges unsent data, after the window update.  @new_ack: it
+ * advances snd_una (FLAG_SND_UNA_ADVANCED).
+ */
+void tcp_fl_ofo_ack(struct sock *sk, const struct sk_buff *skb, bool new_ack)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct net *net = sock_net(sk);
+	const struct tcphdr *th = tcp_hdr(skb);
+	int optlen = th->doff * 4 - sizeof(*th);
+	enum tcp_fl_ofo_opt found = TCP_FL_OFO_NONE;
+	u32 val = 0;
+
+	if (unlikely(tcp_fl_scatter(sk)))
+		tcp_fl_scatter_reordering(sk);
+
+	if (!tp->fl_ofo.ok && !tcp_fl_ofo_on(net))
+		return;		/* stock: the options are not even looked at */
+	/* the SYN-ACK's offer is the negotiation (tcp_fl_ofo_syn_sent(),
+	 * after this ACK is processed)
+	 */
+	if (th->syn)
+		return;
+
+	/* Only timestamps (aligned) or nothing: no option of ours */
+	if (optlen > 0 && optlen != TCPOLEN_TSTAMP_ALIGNED)
+		found = tcp_fl_ofo_parse((const u8 *)(th + 1), optlen, &val);
+	else if (optlen == TCPOLEN_TSTAMP_ALIGNED &&
+		 *(const __be32 *)(th + 1) != htonl((TCPOPT_NOP << 24) |
+						    (TCPOPT_NOP << 16) |
+						    (TCPOPT_TIMESTAMP << 8) |
+						    TCPOLEN_TIMESTAMP))
+		found = tcp_fl_ofo_parse((const u8 *)(th + 1), optlen, &val);
+
+	if (!tp->fl_ofo.ok) {
+		if (found != TCP_FL_OFO_NONE) {
+			NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEOFONOTNEGOTIATED);
+			tp->fl_ofo.bad++;
+		}
+		return;
+	}
+	if (found == TCP_FL_OFO_PERM || found == TCP_FL_OFO_MALFORMED ||
+	    (found == TCP_FL_OFO_VALUE &&
+	     !tcp_fl_ofo_plausible(val, TCP_SKB_CB(skb)->ack_seq, tp->snd_nxt,
+				   tp->snd_wnd))) {
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEOFOBADVALUE);
+		tp->fl_ofo.bad++;
+		/* ignored: the inflation stays as it was */
+		tp->fl_ofo.infl = min(tp->fl_ofo.infl, tp->snd_wnd);
+		return;
+	}
+	if (found == TCP_FL_OFO_VALUE) {
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEOFORCVD);
+		tp->fl_ofo.rcvd++;
+	}
+	/* no option: the receiver holds nothing out of order */
+	tp->fl_ofo.infl = tcp_fl_ofo_inflate(tp->fl_ofo.infl, val, new_ack,
+					     tp->snd_wnd);
+	if (tp->fl_ofo.infl) {
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEOFOINFLATED);
+		tp->fl_ofo.infl_max = max(tp->fl_ofo.infl_max,
+					  tp->fl_ofo.infl);
+	}
+}
+
+/* SYN-ACK received: @peer_offered the option on it */
+void tcp_fl_ofo_syn_sent(struct sock *sk, bool peer_offered)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	tp->fl_ofo.ok = peer_offered && tcp_fl_ofo_on(sock_net(sk));
+	tp->fl_ofo.infl = 0;
+	tp->fl_ofo.c_ooopack = 0;
+	tp->fl_ofo.c_bytes = 0;
+}
+
+/* A child socket: @negotiated on the SYN and SYN-ACK.  Its scatter
+ * setting is the listener's.
+ */
+void tcp_fl_ofo_child(struct sock *newsk, bool negotiated)
+{
+	struct tcp_sock *tp = tcp_sk(newsk);
+
+	tp->fl_ofo.ok = negotiated;
+	tp->fl_ofo.infl = 0;
+	tp->fl_ofo.infl_max = 0;
+	tp->fl_ofo.rcvd = 0;
+	tp->fl_ofo.bad = 0;
+	tp->fl_ofo.c_ooopack = 0;
+	tp->fl_ofo.c_bytes = 0;
+	tp->fl_ofo.c_last_end = 0;
+	tp->fl_ofo.c_rcv_nxt = 0;
+}
+
+/* TCP_FASTLANE_SCATTER: 1 on, 0 off, -1 back to the netns default */
+int tcp_fl_ofo_setsockopt(struct sock *sk, sockptr_t optval,
+			  unsigned int optlen)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	int val;
+
+	if (optlen < sizeof(int))
+		return -EINVAL;
+	if (copy_from_sockptr(&val, optval, sizeof(val)))
+		return -EFAULT;
+	if (val < -1 || val > 1)
+		return -EINVAL;
+	sockopt_lock_sock(sk);
+	tp->fl_ofo.scatter_set = val >= 0;
+	tp->fl_ofo.scatter = val == 1;
+	if (tcp_fl_scatter(sk))
+		tcp_fl_scatter_reordering(sk);
+	sockopt_release_sock(sk);
+	return 0;
+}
+
+int tcp_fl_ofo_getsockopt(struct sock *sk, int optname, sockptr_t optval,
+			  sockptr_t optlen)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct tcp_fastlane_ofo_info info = {};
+	int len, val;
+
+	if (copy_from_sockptr(&len, optlen, sizeof(int)))
+		return -EFAULT;
+	if (len < 0)
+		return -EINVAL;
+
+	if (optname == TCP_FASTLANE_SCATTER) {
+		if (len < (int)sizeof(int))
+			return -EINVAL;
+		val = tcp_fl_scatter(sk);
+		len = sizeof(int);
+		if (copy_to_sockptr(optlen, &len, sizeof(int)) ||
+		    copy_to_sockptr(optval, &val, len))
+			return -EFAULT;
+		return 0;
+	}
+
+	sockopt_lock_sock(sk);
+	if (tp->fl_ofo.ok)
+		info.tcpfo_flags |= TCP_FASTLANE_OFO_F_OK;
+	if (tcp_fl_scatter(sk))
+		info.tcpfo_flags |= TCP_FASTLANE_OFO_F_SCATTER;
+	info.tcpfo_infl = tp->fl_ofo.infl;
+	info.tcpfo_infl_max = tp->fl_ofo.infl_max;
+	info.tcpfo_extra = tcp_fl_ofo_cwnd_extra(tp);
+	info.tcpfo_rcv_ofo = tcp_fl_ofo_want(tp) ? tcp_fl_ofo_rcv_bytes(tp) : 0;
+	info.tcpfo_rcvd = tp->fl_ofo.rcvd;
+	info.tcpfo_bad = tp->fl_ofo.bad;
+	info.tcpfo_reordering = tp->reordering;
+	sockopt_release_sock(sk);
+
+	len = min_t(int, len, sizeof(info));
+	if (copy_to_sockptr(optlen, &len, sizeof(int)))
+		return -EFAULT;
+	if (copy_to_sockptr(optval, &info, len))
+		return -EFAULT;
+	return 0;
+}

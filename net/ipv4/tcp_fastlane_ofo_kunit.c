@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* KUnit tests of FastLane over multiple paths
+ * (include/net/tcp_fastlane_ofo.h): the out-of-order-bytes option's
+ * encoding and its parsing out of untrusted options, the plausibility
+ * check, the paper's inflation rule (new against duplicate ACKs, ACKs
+ * reordered among themselves, the receive window's clamp), what the
+ * inflation adds to the congestion window, and the receiver's count of
+ * the bytes it holds (overlaps, sequence wraparound).
+ */
+
+#include <kunit/test.h>
+#include <net/tcp_fastlane_ofo.h>
+
+static void ofo_option_roundtrip(struct kunit *test)
+{
+	static const u32 vals[] = { 0, 1, 1448, 0x12345678, 0xffffffff };
+	u8 opt[8];
+	u32 v;
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(vals); i++) {
+		tcp_fl_ofo_encode(opt, vals[i]);
+		KUNIT_EXPECT_EQ(test, opt[0], 254);
+		KUNIT_EXPECT_EQ(test, opt[1], 8);
+		KUNIT_EXPECT_EQ(test, (opt[2] << 8) | opt[3], 0xFA0F);
+		v = 0xdead;
+		KUNIT_EXPECT_EQ(test, tcp_fl_ofo_parse(opt, sizeof(opt), &v),
+				TCP_FL_OFO_VALUE);
+		KUNIT_EXPECT_EQ(test, v, vals[i]);
+	}
+	/* network byte order */
+	tcp_fl_ofo_encode(opt, 0x01020304);
+	KUNIT_EXPECT_EQ(test, opt[4], 1);
+	KUNIT_EXPECT_EQ(test, opt[7], 4);
+}
+
+static void ofo_option_among_others(struct kunit *test)
+{
+	/* NOP NOP TS | FastLane's timeout count (NOP NOP, 6 bytes) | ours |
+	 * NOP NOP SACK with one block: what an ACK carries
+	 */
+	static const u8 ack[] = {
+		1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2,
+		1, 1, 254, 6, 0xFA, 0x57, 0, 3,
+		254, 8, 0xFA, 0x0F, 0, 0, 0x16, 0xA0,
+		1, 1, 5, 10, 0, 0, 0, 0, 0, 0, 0, 0,
+	};
+	static const u8 syn[] = {
+		2, 4, 5, 0xb4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0,
+		1, 3, 3, 7, 254, 4, 0xFA, 0x0F,
+	};
+	/* FastLane's option alone: not ours */
+	static const u8 fl[] = { 1, 1, 254, 6, 0xFA, 0x57, 0, 3 };
+	/* Fast Open's experimental option, then ours */
+	static const u8 tfo[] = { 254, 4, 0xF9, 0x89,
+				  254, 8, 0xFA, 0x0F, 0, 0, 0, 7 };
+	u32 v = 0;
+
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_parse(ack, sizeof(ack), &v),
+			TCP_FL_OFO_VALUE);
+	KUNIT_EXPECT_EQ(test, v, 5792);
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_parse(syn, sizeof(syn), &v),
+			TCP_FL_OFO_PERM);
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_parse(fl, sizeof(fl), &v),
+			TCP_FL_OFO_NONE);
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_parse(tfo, sizeof(tfo), &v),
+			TCP_FL_OFO_VALUE);
+	KUNIT_EXPECT_EQ(test, v, 7);
+}
+
+static void ofo_option_untrusted(struct kunit *test)
+{
+	static const u8 ok[] = { 254, 8, 0xFA, 0x0F, 0, 0, 1, 0 };
+	/* our ExID with a length of neither 4 nor 8 */
+	static const u8 len6[] = { 254, 6, 0xFA, 0x0F, 0, 1, 1, 1 };
+	static const u8 len12[] = { 254, 12, 0xFA, 0x0F, 0, 0, 0, 1,
+				    0, 0, 0, 0 };
+	/* a zero length, a length beyond the options, EOL first */
+	static const u8 zero[] = { 254, 0, 0xFA, 0x0F, 0, 0, 1, 0 };
+	static const u8 over[] = { 1, 254, 9, 0xFA, 0x0F, 0, 0, 1, 0 };
+	static const u8 eol[] = { 0, 0, 0, 0, 254, 8, 0xFA, 0x0F, 0, 0, 1, 0 };
+	/* an option of length 3 too short to hold an ExID, then ours */
+	static const u8 short3[] = { 254, 3, 0xFA, 254, 8, 0xFA, 0x0F,
+				     0, 0, 0, 9 };
+	u32 v = 0;
+
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_parse(len6, sizeof(len6), &v),
+			TCP_FL_OFO_MALFORMED);
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_parse(len12, sizeof(len12), &v),
+			TCP_FL_OFO_MALFORMED);
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_parse(zero, sizeof(zero), &v),
+			TCP_FL_OFO_NONE);
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_parse(over, sizeof(over), &v),
+			TCP_FL_OFO_NONE);
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_parse(eol, sizeof(eol), &v),
+			TCP_FL_OFO_NONE);
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_parse(short3, sizeof(short3), &v),
+			TCP_FL_OFO_VALUE);
+	KUNIT_EXPECT_EQ(test, v, 9);
+	/* truncated in the middle of the option */
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_parse(ok, sizeof(ok) - 1, &v),
+			TCP_FL_OFO_NONE);
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_parse(ok, 1, &v), TCP_FL_OFO_NONE);
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_parse(ok, 0, &v), TCP_FL_OFO_NONE);
+}
+
+static void ofo_plausible(struct kunit *test)
+{
+	/* ack 1000, snd_nxt 11000: 10000 outstanding, at most 9999 held */
+	KUNIT_EXPECT_TRUE(test, tcp_fl_ofo_plausible(0, 1000, 11000, 65535));
+	KUNIT_EXPECT_TRUE(test, tcp_fl_ofo_plausible(9999, 1000, 11000,
+						     65535));
+	KUNIT_EXPECT_FALSE(test, tcp_fl_ofo_plausible(10000, 1000, 11000,
+						      65535));
+	/* beyond the receive window */
+	KUNIT_EXPECT_TRUE(test, tcp_fl_ofo_plausible(4000, 1000, 11000, 4000));
+	KUNIT_EXPECT_FALSE(test, tcp_fl_ofo_plausible(4001, 1000, 11000,
+						      4000));
+	/* "negative" values */
+	KUNIT_EXPECT_FALSE(test, tcp_fl_ofo_plausible(0xffffffff, 1000, 11000,
+						      0xffffffff));
+	KUNIT_EXPECT_FALSE(test, tcp_fl_ofo_plausible(0x80000000, 1000, 11000,
+						      0xffffffff));
+	/* nothing outstanding: only 0 */
+	KUNIT_EXPECT_TRUE(test, tcp_fl_ofo_plausible(0, 11000, 11000, 65535));
+	KUNIT_EXPECT_FALSE(test, tcp_fl_ofo_plausible(1, 11000, 11000, 65535));
+	/* across sequence wraparound */
+	KUNIT_EXPECT_TRUE(test, tcp_fl_ofo_plausible(2999, 0xfffff000,
+						     0xfffffbb8, 65535));
+	KUNIT_EXPECT_TRUE(test, tcp_fl_ofo_plausible(3000, 0xfffffc00, 3000,
+						     65535));
+	KUNIT_EXPECT_FALSE(test, tcp_fl_ofo_plausible(4096, 0xfffffc00, 3000,
+						      65535));
+}
+
+static void ofo_inflate_new_and_dup(struct kunit *test)
+{
+	u32 infl = 0;
+
+	/* duplicate ACKs: the maximum of the value and the inflation */
+	infl = tcp_fl_ofo_inflate(infl, 1448, false, 65535);
+	KUNIT_EXPECT_EQ(test, infl, 1448);
+	infl = tcp_fl_ofo_inflate(infl, 2896, false, 65535);
+	KUNIT_EXPECT_EQ(test, infl, 2896);
+	/* a new ACK: its value, even when smaller */
+	infl = tcp_fl_ofo_inflate(infl, 1448, true, 65535);
+	KUNIT_EXPECT_EQ(test, infl, 1448);
+	/* a new ACK without the option (value 0): deflated */
+	infl = tcp_fl_ofo_inflate(infl, 0, true, 65535);
+	KUNIT_EXPECT_EQ(test, infl, 0);
+	/* a new ACK can also inflate further */
+	infl = tcp_fl_ofo_inflate(infl, 7240, true, 65535);
+	KUNIT_EXPECT_EQ(test, infl, 7240);
+}
+
+static void ofo_inflate_reordered_acks(struct kunit *test)
+{
+	/* The receiver sent duplicate ACKs saying 1448, 2896, 4344 held;
+	 * they arrive as 1448, 4344, 2896: the late one must not deflate
+	 */
+	u32 infl = 0;
+
+	infl = tcp_fl_ofo_inflate(infl, 1448, false, 65535);
+	infl = tcp_fl_ofo_inflate(infl, 4344, false, 65535);
+	infl = tcp_fl_ofo_inflate(infl, 2896, false, 65535);
+	KUNIT_EXPECT_EQ(test, infl, 4344);
+	/* a duplicate without the option neither */
+	infl = tcp_fl_ofo_inflate(infl, 0, false, 65535);
+	KUNIT_EXPECT_EQ(test, infl, 4344);
+	/* the hole filled: the next new ACK says what is still held */
+	infl = tcp_fl_ofo_inflate(infl, 1448, true, 65535);
+	KUNIT_EXPECT_EQ(test, infl, 1448);
+}
+
+static void ofo_inflate_rwnd_clamp(struct kunit *test)
+{
+	u32 infl;
+
+	infl = tcp_fl_ofo_inflate(0, 100000, true, 65535);
+	KUNIT_EXPECT_EQ(test, infl, 65535);
+	/* the window shrank: the kept inflation shrinks with it */
+	infl = tcp_fl_ofo_inflate(infl, 0, false, 20000);
+	KUNIT_EXPECT_EQ(test, infl, 20000);
+	infl = tcp_fl_ofo_inflate(infl, 5000, false, 0);
+	KUNIT_EXPECT_EQ(test, infl, 0);
+}
+
+static void ofo_cwnd_extra(struct kunit *test)
+{
+	/* whole segments only */
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_extra(1447, 1448, 0), 0);
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_extra(1448, 1448, 0), 1);
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_extra(10 * 1448 + 7, 1448, 0), 10);
+	/* what Linux already leaves out of the packets in flight counts */
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_extra(10 * 1448, 1448, 4), 6);
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_extra(10 * 1448, 1448, 10), 0);
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_extra(10 * 1448, 1448, 30), 0);
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_extra(0, 1448, 0), 0);
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_extra(5000, 0, 0), 0);
+}
+
+static u32 ofo_sum_of(const u32 (*segs)[2], int n)
+{
+	u32 sum = 0, edge = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		sum = tcp_fl_ofo_sum(sum, &edge, i == 0, segs[i][0],
+				     segs[i][1]);
+	return sum;
+}
+
+static void ofo_receiver_sum(struct kunit *test)
+{
+	static const u32 disjoint[][2] = {
+		{ 2000, 3000 }, { 4000, 5448 }, { 9000, 9001 },
+	};
+	static const u32 overlap[][2] = {
+		{ 2000, 3000 }, { 2500, 3500 }, { 2600, 2700 }, { 3500, 4000 },
+	};
+	static const u32 wraps[][2] = {
+		{ 0xfffffc00, 0x00000100 }, { 0x00000080, 0x00000200 },
+		{ 0x00001000, 0x00001400 },
+	};
+
+	KUNIT_EXPECT_EQ(test, ofo_sum_of(disjoint, 3), 1000 + 1448 + 1);
+	KUNIT_EXPECT_EQ(test, ofo_sum_of(overlap, 4), 2000);
+	KUNIT_EXPECT_EQ(test, ofo_sum_of(wraps, 3), 0x500 + 0x100 + 0x400);
+	KUNIT_EXPECT_EQ(test, ofo_sum_of(disjoint, 0), 0);
+}
+
+static struct kunit_case fastlane_ofo_cases[] = {
+	KUNIT_CASE(ofo_option_roundtrip),
+	KUNIT_CASE(ofo_option_among_others),
+	KUNIT_CASE(ofo_option_untrusted),
+	KUNIT_CASE(ofo_plausible),
+	KUNIT_CASE(ofo_inflate_new_and_dup),
+	KUNIT_CASE(ofo_inflate_reordered_acks),
+	KUNIT_CASE(ofo_inflate_rwnd_clamp),
+	KUNIT_CASE(ofo_cwnd_extra),
+	KUNIT_CASE(ofo_receiver_sum),
+	{}
+};
+
+static struct kunit_suite fastlane_ofo_suite = {
+	.name = "tcp_fastlane_ofo",
+	.test_cases = fastlane_ofo_cases,
+};
+
+kunit_test_suite(fastlane_ofo_suite);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("KUnit tests for FastLane's out-of-order-bytes option");

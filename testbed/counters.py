@@ -1,0 +1,221 @@
+"""Per-run host counters for diagnosis (testbed/run.py puts them in each
+run's record in raw.json under "host_counters").
+
+Every fabric is built afresh per run (new namespaces), so the absolute
+values read at the end of a run are that run's:
+
+  nstat      per host: TCP's MIB counters (/proc/net/snmp "Tcp" and
+             /proc/net/netstat "TcpExt"), the nonzero ones; "totals" sums
+             the interesting ones (reordering, DSACK, retransmissions)
+             over hosts
+  ss         per elephant flow, TCP_INFO as `ss -ti` prints it, sampled
+             at SS_AT of the run (before iperf3 closes the connection):
+             cwnd, rtt, reordering, reord_seen, retrans, dsack_dups, ...
+  nic        the host NICs' qdisc counters (the vSwitch's uN in Presto's
+             modes, else the host's eth0): sent, drops, backlog
+  presto_gro per host, /sys/class/net/eth0/presto_gro/* (Presto's modes)
+  flowcell   the datapath's flowcell counters (`ovs-dpctl show`)
+
+Reading never fails a run: an error is recorded instead.
+"""
+import json
+import os
+import re
+import subprocess
+
+SS_AT = (0.5, 0.9)          # fractions of the run's duration
+
+# summed over hosts into "totals"
+TOTAL_KEYS = ("TcpRetransSegs", "TcpOutSegs", "TcpExtTCPSACKReorder", "TcpExtTCPTSReorder",
+              "TcpExtTCPRenoReorder", "TcpExtTCPDSACKRecv", "TcpExtTCPDSACKRecvSegs",
+              "TcpExtTCPDSACKOfoRecv", "TcpExtTCPDSACKOldSent", "TcpExtTCPDSACKOfoSent",
+              "TcpExtTCPDSACKUndo", "TcpExtTCPDSACKIgnoredNoUndo", "TcpExtTCPDSACKIgnoredOld",
+              "TcpExtTCPLostRetransmit", "TcpExtTCPFastRetrans", "TcpExtTCPSlowStartRetrans",
+              "TcpExtTCPSpuriousRTOs", "TcpExtTCPTimeouts", "TcpExtTCPLossProbes",
+              "TcpExtTCPLossProbeRecovery", "TcpExtTCPSackRecovery", "TcpExtTCPLossUndo",
+              "TcpExtTCPFullUndo", "TcpExtTCPPartialUndo", "TcpExtTCPSackRecoveryFail",
+              "TcpExtTCPOFOQueue", "TcpExtTCPOFODrop", "TcpExtTCPOFOMerge", "TcpExtTCPRcvQDrop",
+              "TcpExtTCPSpuriousRtxHostQueues", "TcpExtTCPWantZeroWindowAdv", "TcpExtTCPToZeroWindowAdv",
+              "TcpExtTCPSACKReneging", "TcpExtTCPLossFailures", "TcpExtTCPRcvCoalesce",
+              "TcpExtTCPHystartTrainDetect", "TcpExtTCPHystartDelayDetect", "TcpExtTCPAckCompressed")
+
+
+def _mib(path):
+    """{"TcpExtTCPSACKReorder": n, ...} of a /proc/net snmp-style file"""
+    out = {}
+    with open(path) as f:
+        lines = f.read().splitlines()
+    for names, values in zip(lines[0::2], lines[1::2]):
+        p, names = names.split(":", 1)
+        _p, values = values.split(":", 1)
+        if p not in ("Tcp", "TcpExt"):
+            continue
+        for n, v in zip(names.split(), values.split()):
+            try:
+                v = int(v)
+            except ValueError:
+                continue
+            if v and n not in ("RtoAlgorithm", "RtoMin", "RtoMax", "MaxConn"):
+                out[p + n] = v
+    return out
+
+
+def nstat(fab):
+    from fabric import netns
+    res = {}
+    for name in fab.hosts:
+        try:
+            with netns(fab.ns(name)):
+                # /proc/thread-self: this thread's namespace (/proc/self
+                # is the process's main thread's)
+                m = _mib("/proc/thread-self/net/snmp")
+                m.update(_mib("/proc/thread-self/net/netstat"))
+            res[name] = m
+        except OSError as e:
+            res[name] = {"error": str(e)}
+    totals = {k: sum(h.get(k, 0) for h in res.values() if "error" not in h) for k in TOTAL_KEYS}
+    return dict(hosts=res, totals=totals)
+
+
+SS_FIELDS = {
+    "cwnd": r"\bcwnd:(\d+)", "ssthresh": r"\bssthresh:(\d+)", "rtt_ms": r"\brtt:([\d.]+)/",
+    "rttvar_ms": r"\brtt:[\d.]+/([\d.]+)", "minrtt_ms": r"\bminrtt:([\d.]+)",
+    "reordering": r"\breordering:(\d+)", "reord_seen": r"\breord_seen:(\d+)",
+    "retrans_total": r"\bretrans:\d+/(\d+)", "dsack_dups": r"\bdsack_dups:(\d+)",
+    "lost": r"\blost:(\d+)", "sacked": r"\bsacked:(\d+)", "unacked": r"\bunacked:(\d+)",
+    "bytes_retrans": r"\bbytes_retrans:(\d+)", "bytes_acked": r"\bbytes_acked:(\d+)",
+    "delivery_rate_bps": r"\bdelivery_rate (\d+)bps", "pacing_rate_bps": r"\bpacing_rate (\d+)bps",
+    "busy_ms": r"\bbusy:(\d+)ms", "rwnd_limited_ms": r"\brwnd_limited:(\d+)ms",
+    "sndbuf_limited_ms": r"\bsndbuf_limited:(\d+)ms", "notsent": r"\bnotsent:(\d+)",
+    "mss": r"\bmss:(\d+)", "app_limited": r"\b(app_limited)\b",
+    # skmem: t = sk_wmem_alloc (what TSQ limits), w = sk_wmem_queued
+    "wmem_alloc": r"skmem:\([^)]*\bt(\d+)", "wmem_queued": r"skmem:\([^)]*\bw(\d+)",
+}
+
+
+def ss_sample(fab, flows, cport_base):
+    """TCP_INFO of each elephant's data connection (iperf3 --cport)"""
+    res = []
+    for f in flows:
+        if f.get("bytes"):
+            continue
+        sport = cport_base + f["id"]
+        try:
+            o = subprocess.run([os.environ.get("DCNET_SS", "ss"), "-N", fab.ns(f["src"]), "-tinmH", "state", "established",
+                                f"sport = :{sport}"], capture_output=True, text=True, timeout=30).stdout
+        except (OSError, subprocess.TimeoutExpired) as e:
+            res.append(dict(id=f["id"], error=str(e)))
+            continue
+        text = " ".join(o.split())
+        rec = dict(id=f["id"], src=f["src"], dst=f["dst"])
+        for k, rx in SS_FIELDS.items():
+            m = re.search(rx, text)
+            if m:
+                v = m.group(1)
+                rec[k] = True if not v[:1].isdigit() else float(v) if "." in v else int(v)
+        rec["raw"] = text[:1200]
+        res.append(rec)
+    return res
+
+
+def sample(fab, flows, cport_base, at):
+    """one sample during the run: TCP_INFO of the elephants, queues"""
+    out = dict(at=at, flows=ss_sample(fab, flows, cport_base))
+    try:
+        out["queues"] = queues(fab)
+    except Exception as e:      # never fail the run over a counter
+        out["queues"] = {"error": f"{type(e).__name__}: {e}"}
+    return out
+
+
+def queues(fab):
+    """the backlog (bytes, packets) of every leaf/spine qdisc and host NIC
+    now: where a run's queueing delay sits"""
+    tc = os.environ.get("DCNET_TC", "tc")
+    nodes = list(getattr(fab, "switches", []))
+    if getattr(fab, "vswitched", False):
+        nodes.append("vs")
+    elif getattr(fab, "hosts", None):
+        nodes += list(fab.hosts)
+    res = {}
+    for node in nodes:
+        try:
+            out = json.loads(subprocess.run([tc, "-n", fab.ns(node), "-s", "-j", "qdisc", "show"],
+                                            capture_output=True, text=True, timeout=30).stdout or "[]")
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            continue
+        for q in out:
+            if q.get("parent") in ("1:1",) and (q.get("backlog") or q.get("qlen")):
+                res[f"{node}>{q.get('dev')}"] = [q.get("backlog", 0), q.get("qlen", 0)]
+    return res
+
+
+def nic(fab):
+    """qdisc counters of every host NIC: [{host, dev, kind, handle, ...}]"""
+    from presto import VS
+    res = []
+    if fab.vswitched:
+        where = [(h.name, fab.ns(VS), f"u{h.index}") for h in fab.hosts.values()]
+    else:
+        where = [(h.name, fab.ns(h.name), "eth0") for h in fab.hosts.values()]
+    tc = os.environ.get("DCNET_TC", "tc")
+    for host, ns, dev in where:
+        try:
+            out = json.loads(subprocess.run([tc, "-n", ns, "-s", "-j", "qdisc", "show", "dev", dev],
+                                            capture_output=True, text=True, timeout=30).stdout or "[]")
+        except (OSError, ValueError, subprocess.TimeoutExpired) as e:
+            res.append(dict(host=host, dev=dev, error=str(e)))
+            continue
+        for q in out:
+            res.append(dict(host=host, dev=dev, kind=q.get("kind"), handle=q.get("handle"),
+                            parent=q.get("parent"), sent_bytes=q.get("bytes", 0),
+                            sent_packets=q.get("packets", 0), drops=q.get("drops", 0),
+                            overlimits=q.get("overlimits", 0), requeues=q.get("requeues", 0),
+                            backlog=q.get("backlog", 0), qlen=q.get("qlen", 0)))
+    return res
+
+
+def presto_gro(fab):
+    res = {}
+    for name in fab.hosts:
+        p = subprocess.run(["ip", "netns", "exec", fab.ns(name), "sh", "-c",
+                            "cd /sys/class/net/eth0/presto_gro 2>/dev/null && grep -H . *"],
+                           capture_output=True, text=True, timeout=60)
+        d = {}
+        for line in p.stdout.splitlines():
+            k, _, v = line.partition(":")
+            try:
+                d[k] = int(v)
+            except ValueError:
+                d[k] = v
+        res[name] = d
+    return res
+
+
+def flowcell(fab):
+    """the datapath's flowcell lines of `ovs-dpctl show`, parsed"""
+    from presto import VS
+    from fabric import ns_exec
+    p = subprocess.run(ns_exec(fab.ns(VS)) + [fab.vswitch.prog["ovs-dpctl"], "show"],
+                       capture_output=True, text=True, timeout=60, env=fab.vswitch.env)
+    text = p.stdout
+    d = {k: int(v) for k, v in re.findall(r"\b(flows|limit|packets|bytes|cells|evictions|expired|"
+                                          r"alloc_fails|fallbacks|seed):(\d+)", text)}
+    lines = [x.strip() for x in text.splitlines() if "flowcell" in x or "cells:" in x]
+    return dict(d, raw=lines)
+
+
+def collect(fab):
+    """everything but the ss samples, at the end of a run"""
+    out = {}
+    vswitched = getattr(fab, "vswitched", False)
+    for key, fn, when in (("nstat", nstat, True), ("nic", nic, True),
+                          ("presto_gro", presto_gro, vswitched),
+                          ("flowcell", flowcell, vswitched and getattr(fab, "vswitch", None) is not None)):
+        if not when:
+            continue
+        try:
+            out[key] = fn(fab)
+        except Exception as e:      # never fail the run over a counter
+            out[key] = {"error": f"{type(e).__name__}: {e}"}
+    return out
