@@ -15,7 +15,7 @@ path (testbed/physical/collect.py); both follow report.schema.json's
                           "deadline_us", "met_deadline"}],
                "ports": [{"node", "dev", "kind", "sent_bytes", "sent_packets",
                           "drops", "marks", "overlimits"}],
-               "rtt_us": null | {"p50", "p90", "p99", "p999", "cdf": [[us, p], ...]},
+               "rtt_us": null | {"n" (samples), "p50", "p90", "p99", "p999", "cdf": [[us, p], ...]},
                "cpu": {node or "guest": busy fraction}}]}
 
 Per run it computes: per-flow throughput (mean, min, and as a fraction of
@@ -241,7 +241,7 @@ def markdown(res, pngs, out):
         L.append(f"Links at {m['link_mbit']} Mbit/s: scale {m.get('scale')} of the papers' "
                  f"{m.get('paper_link_mbit')} Mbit/s.")
     L += ["", "| scheme | workload | flows | elephant mean (Mbit/s) | of link | of Optimal | min | Jain | "
-          "drops | marks | RTT p50 | RTT p99.9 | CPU |", "|" + "---|" * 13]
+          "drops | marks | RTT p50 | RTT p99.9 | RTT samples | CPU |", "|" + "---|" * 14]
     for r in res["runs"]:
         cpu = r.get("cpu") or {}
         cpu_s = "-" if not cpu else f"{statistics.mean(cpu.values()) * 100:.0f}%"
@@ -250,7 +250,8 @@ def markdown(res, pngs, out):
         L.append(f"| {r['scheme']} | {r['workload']} | {r['flows']} | {mbit(r['elephant_mean_bps'])} | "
                  f"{frac(r['elephant_mean_of_link'])} | {frac(r['of_optimal'])} | {mbit(r['elephant_min_bps'])} | "
                  f"{jain_s} | "
-                 f"{r['drops']} | {r['marks']} | {us(rtt.get('p50'))} | {us(rtt.get('p999'))} | {cpu_s} |")
+                 f"{r['drops']} | {r['marks']} | {us(rtt.get('p50'))} | {us(rtt.get('p999'))} | "
+                 f"{rtt.get('n', '-')} | {cpu_s} |")
     nfs = [r for r in res["runs"] if r.get("notifications")]
     if nfs:
         L += ["", "## FastLane notifications", "",

@@ -85,7 +85,7 @@ def parse_fulllog(path):
     def q(p):
         return percentile(rtts, p * 100)
     ps = [i / 100 for i in range(100)] + [0.995, 0.999, 1.0]
-    return dict(p50=q(0.5), p90=q(0.9), p99=q(0.99), p999=q(0.999),
+    return dict(n=len(rtts), p50=q(0.5), p90=q(0.9), p99=q(0.99), p999=q(0.999),
                 cdf=[[q(p), p] for p in ps])
 
 
@@ -263,6 +263,21 @@ def run_one(fab, scheme, wl, flows, exp):
         scheds.append(fab.spawn(src, wrap + gate.argv([DLTRAFFIC, "sched", "-p", str(SIZED_PORT)]),
                                 stdin=subprocess.PIPE))
         sched_lines.append(lines)
+    # The RTT probe waits at the same barrier, sleeps 1 s and runs for
+    # the run's duration less 4 s: sockperf spends about 2 s connecting
+    # and warming up before its first sample, so it samples from about
+    # 3 s after the elephants start to about 1 s before they end.  A
+    # ping-pong logs one sample per round trip, so samples taken after
+    # the elephants end (thousands a second on an idle path) would
+    # outnumber those taken under load (a few a second) and make the
+    # median the idle RTT.
+    log = f"/tmp/testbed-sockperf-{os.getpid()}.csv"
+    if exp.get("rtt_probe", True):
+        probe = fab.spawn(hosts[0], gate.argv(
+            ["sh", "-c", 'sleep 1 && exec "$@"', "sh",
+             "sockperf", "ping-pong", "--tcp", "-i", fab.ip(hosts[-1]),
+             "-p", str(SOCKPERF_PORT), "-t", str(max(1, int(duration) - 4)),
+             "-m", "64", "--mps", str(exp.get("rtt_probe_mps", 500)), "--full-log", log]))
     late = gate.open()
     if late:
         print(f"run: {late} clients had not reached the start barrier after {gate.TIMEOUT_S} s", flush=True)
@@ -271,12 +286,6 @@ def run_one(fab, scheme, wl, flows, exp):
         p.stdin.write(lines)    # after the barrier: sh does not read it
         p.stdin.close()
         p.stdin = None          # or communicate() flushes the closed pipe
-    log = f"/tmp/testbed-sockperf-{os.getpid()}.csv"
-    if exp.get("rtt_probe", True):
-        time.sleep(1.0)
-        probe = fab.spawn(hosts[0], ["sockperf", "ping-pong", "--tcp", "-i", fab.ip(hosts[-1]),
-                                     "-p", str(SOCKPERF_PORT), "-t", str(max(2, int(duration) - 2)),
-                                     "-m", "64", "--mps", str(exp.get("rtt_probe_mps", 500)), "--full-log", log])
     faults = Faults(fab, exp.get("faults", []))
     faults.start()
     # TCP_INFO of the elephants during the run (testbed/counters.py)
