@@ -292,7 +292,7 @@ def run_one(fab, scheme, wl, flows, exp):
     import counters
     ss_samples = []
     ss_timers = [threading.Timer(frac * duration, lambda frac=frac: ss_samples.append(
-        counters.sample(fab, flows, CPORT_BASE, frac))) for frac in counters.SS_AT]
+        counters.sample(fab, flows, CPORT_BASE, frac))) for frac in exp.get("ss_at", counters.SS_AT)]
     for t in ss_timers:
         t.daemon = True
         t.start()
