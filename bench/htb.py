@@ -31,6 +31,7 @@ import re
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -57,6 +58,9 @@ RATE_FRACTION = 0.1
 # packets: 4 packets, the smallest backlog that keeps DCTCP busy.
 K_BYTES = 6000
 SOCKPERF_PORT = 11111
+# The flows outlast the measured interval by this much (run_cell): sockperf
+# starts 1 s after them and takes about 2 s to its first sample.
+TAIL_S = 4
 
 
 def tc():
@@ -128,17 +132,82 @@ def sockperf_cmd(lab, duration, log):
             "-t", str(duration), "-m", "64", "--full-log", log]
 
 
+class WireSampler:
+    """The limiter's output, every SAMPLE_S: the switch's rx device's
+    tx_bytes (frames as HTB counts them, Ethernet header included) from
+    /proc/PID/net/dev of a process in the switch's namespace, with the
+    guest's monotonic time of each read.  iperf3's receiver intervals
+    count what the application read, in 128 KB reads, and show a 100 ms
+    with nothing when the reader did not run: a CV of the reader, not of
+    the limiter."""
+    SAMPLE_S = 0.1
+
+    def __init__(self, lab, dev="rx"):
+        from fabric import ns_exec
+        self.dev = dev
+        self.samples = []
+        self.stop = threading.Event()
+        self.p = subprocess.Popen(ns_exec(lab.sw) + ["sleep", "100000"])
+        self.path = f"/proc/{self.p.pid}/net/dev"
+        t_end = time.monotonic() + 30
+        while time.monotonic() < t_end:     # until nsenter has exec'd sleep
+            try:
+                with open(f"/proc/{self.p.pid}/comm") as f:
+                    if f.read().strip() == "sleep":
+                        break
+            except OSError:
+                pass
+            time.sleep(0.01)
+        self.t = threading.Thread(target=self._run, daemon=True)
+
+    def read(self):
+        with open(self.path) as f:
+            for line in f:
+                name, _, rest = line.partition(":")
+                if name.strip() == self.dev:
+                    return int(rest.split()[8])     # transmit bytes
+        return None
+
+    def _run(self):
+        nxt = time.monotonic()
+        while not self.stop.is_set():
+            v = self.read()
+            if v is not None:
+                self.samples.append([time.monotonic(), v])
+            nxt += self.SAMPLE_S
+            self.stop.wait(max(0.0, nxt - time.monotonic()))
+
+    def start(self):
+        self.t0 = time.monotonic()
+        self.t.start()
+
+    def finish(self):
+        self.stop.set()
+        self.t.join()
+        self.p.kill()
+        self.p.wait()
+        # [seconds since the clients started, tx bytes]
+        return [[round(t - self.t0, 6), b] for t, b in self.samples]
+
+
 def run_cell(lab, senders, flows, duration):
     """iperf3 from each sender (flows each) and one sockperf ping-pong from
     the first sender, all to rx, at once.  Returns per-sender iperf3
-    interval sums (bit/s per 100 ms), the sockperf percentiles and the
-    virtual CPU's busy fraction from the clients' start to their end."""
+    interval sums ([bytes, seconds] per 100 ms), the sockperf percentiles,
+    the virtual CPU's busy fraction from the clients' start to their end
+    and the limiter's output sampled every 100 ms (WireSampler)."""
     rx = lab.ip("rx")
     procs = []
+    wire = WireSampler(lab)
     c0 = cpu_sample()           # iperf3 sends as soon as it has started
+    wire.start()
+    # iperf3 runs TAIL_S past the measured duration, so that the RTT probe
+    # ends under load: a ping-pong logs one sample per round trip, and the
+    # idle seconds after the flows end would otherwise give most samples
+    # (plain HTB's p50 read 36 us with a 115 ms queue)
     for i, s in enumerate(senders):
         procs.append(lab.spawn(s, ["iperf3", "-c", rx, "-p", str(5201 + i), "-P", str(flows), "-t",
-                                   str(duration), "-i", "0.1", "-J", "--get-server-output"]))
+                                   str(duration + TAIL_S), "-i", "0.1", "-J", "--get-server-output"]))
     time.sleep(1.0)             # RTT under load, not during slow start
     log = f"/tmp/htb-sockperf-{os.getpid()}.csv"
     sp = lab.spawn(senders[0], sockperf_cmd(lab, max(1, duration - 2), log))
@@ -168,7 +237,7 @@ def run_cell(lab, senders, flows, duration):
     busy = cpu_busy(c0, cpu_sample())
     rtt = parse_sockperf(o + e)
     rtt["cdf_us"] = sockperf_cdf(log)
-    return out, rtt, busy
+    return out, rtt, busy, wire.finish()
 
 
 def servers(lab, n):
@@ -184,6 +253,15 @@ def servers(lab, n):
 
 
 def class_counters(lab):
+    try:
+        return _class_counters(lab)
+    except (subprocess.TimeoutExpired, RuntimeError, ValueError) as e:
+        # never lose the run over a counter (one read once took over
+        # 120 s of virtual time on a host loaded by three VMs and a build)
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+def _class_counters(lab):
     TC = tc()
     out = json.loads(sh(f"{TC} -s -j class show dev rx", lab.sw))
     res = {}
@@ -228,9 +306,9 @@ def guest_table1(rate_kbit, duration):
             try:
                 setup_scheme(lab, scheme, [("1:10", rate_kbit, rate_kbit, None)])
                 servers(lab, 1)
-                tput, rtt, busy = run_cell(lab, ["vm"], flows, duration)
+                tput, rtt, busy, wire = run_cell(lab, ["vm"], flows, duration)
                 cells.append(dict(scheme=scheme, flows=flows, rate_kbit=rate_kbit, tput=tput, rtt=rtt,
-                                  counters=class_counters(lab), cpu_busy=busy))
+                                  wire=wire, counters=class_counters(lab), cpu_busy=busy))
                 print(f"table1 {scheme:9s} {flows:2d} flows: rtt {rtt}; virtual CPU {busy_pct(busy)} busy",
                       flush=True)
             finally:
@@ -250,9 +328,10 @@ def guest_table2(total_kbit, duration):
                     setup_scheme(lab, scheme, [("1:11", x, total_kbit, lab.ip("vm1")),
                                                ("1:12", x, total_kbit, lab.ip("vm2"))])
                     servers(lab, 2)
-                    tput, rtt, busy = run_cell(lab, ["vm1", "vm2"], flows, duration)
+                    tput, rtt, busy, wire = run_cell(lab, ["vm1", "vm2"], flows, duration)
                     cells.append(dict(scheme=scheme, flows=flows, min_kbit=x, total_kbit=total_kbit,
-                                      tput=tput, rtt=rtt, counters=class_counters(lab), cpu_busy=busy))
+                                      tput=tput, rtt=rtt, wire=wire, counters=class_counters(lab),
+                                      cpu_busy=busy))
                     print(f"table2 {scheme:9s} x={x} {flows:2d} flows: rtt {rtt}; virtual CPU {busy_pct(busy)} busy",
                           flush=True)
                 finally:
@@ -301,17 +380,41 @@ def guest_main(a):
 
 # ----------------------------------------------------------------- host side
 
-def cell_stats(cell, rate_bps):
-    # sum over senders, per 100 ms interval; the first second is start-up
+def wire_stats(samples, rate_bps, t_from, t_to):
+    """saturation and CV of the limiter's output from WireSampler's
+    [seconds, tx bytes] samples between t_from and t_to: frames as HTB
+    counts them, so a limiter at R allows 100% (TCP goodput is 1448/1514
+    of it)"""
+    s = [x for x in (samples or []) if t_from <= x[0] <= t_to]
+    if len(s) < 3:
+        return dict(wire_saturation=None, wire_cv=None, wire_samples=len(s))
+    rates = [(b1 - b0) * 8 / (t1 - t0) for (t0, b0), (t1, b1) in zip(s, s[1:]) if t1 > t0]
+    mean = (s[-1][1] - s[0][1]) * 8 / (s[-1][0] - s[0][0])
+    cv = statistics.pstdev(rates) / mean if mean and len(rates) > 1 else None
+    return dict(wire_saturation=mean / rate_bps, wire_cv=cv, wire_samples=len(s))
+
+
+def cell_stats(cell, rate_bps, duration_s=None):
+    # the first second is start-up; the clients stop at duration_s
+    wire = wire_stats(cell.get("wire"), rate_bps, 1.0, duration_s or 0.0)
+    # sum over senders, per 100 ms interval
     n = min(len(t) for t in cell["tput"])
     if not n:           # iperf3 did not finish (run_cell)
         return dict(tput_mbit=None, saturation=None, cv=None,
                     rtt_p50_us=cell["rtt"]["p50_us"], rtt_p999_us=cell["rtt"]["p999_us"],
-                    counters=cell["counters"], cpu_busy=cell.get("cpu_busy"))
+                    counters=cell["counters"], cpu_busy=cell.get("cpu_busy"), **wire)
     if isinstance(cell["tput"][0][0], list):
         # bytes received over the time they took, from 1 s on (start-up
-        # left out): a mean of interval rates over-weights short intervals
-        # and read up to 100% of R, above the 95.6% a header allows
+        # left out) to duration_s (the flows' tail, TAIL_S, left out too):
+        # a mean of interval rates over-weights short intervals and read up
+        # to 100% of R, above the 95.6% a header allows
+        if duration_s:
+            for t in cell["tput"]:
+                now, k = 0.0, 0
+                while k < len(t) and now + t[k][1] <= duration_s + 0.05:
+                    now += t[k][1]
+                    k += 1
+                n = min(n, k)
         first = 10 if n > 10 else 0
         nbytes = sum(t[i][0] for t in cell["tput"] for i in range(first, n))
         secs = statistics.mean(sum(t[i][1] for i in range(first, n)) for t in cell["tput"])
@@ -325,7 +428,7 @@ def cell_stats(cell, rate_bps):
     cv = statistics.pstdev(rates) / mean if mean and len(rates) > 1 else None
     return dict(tput_mbit=mean / 1e6, saturation=mean / rate_bps, cv=cv,
                 rtt_p50_us=cell["rtt"]["p50_us"], rtt_p999_us=cell["rtt"]["p999_us"],
-                counters=cell["counters"], cpu_busy=cell.get("cpu_busy"))
+                counters=cell["counters"], cpu_busy=cell.get("cpu_busy"), **wire)
 
 
 def analyse(raw):
@@ -336,10 +439,10 @@ def analyse(raw):
                                  cpu_busy=raw["table1"]["unloaded"].get("cpu_busy")),
                table1=[], table2=[])
     for c in raw["table1"]["cells"]:
-        s = cell_stats(c, c["rate_kbit"] * 1000)
+        s = cell_stats(c, c["rate_kbit"] * 1000, raw["duration_s"])
         res["table1"].append(dict(scheme=c["scheme"], flows=c["flows"], **s))
     for c in raw.get("table2", {}).get("cells", []):
-        s = cell_stats(c, c["total_kbit"] * 1000)
+        s = cell_stats(c, c["total_kbit"] * 1000, raw["duration_s"])
         res["table2"].append(dict(scheme=c["scheme"], flows=c["flows"], min_kbit=c["min_kbit"],
                                   total_kbit=c["total_kbit"], **s))
     return res
@@ -446,6 +549,10 @@ def plots(raw, res, out):
     return pngs
 
 
+def pct(v):
+    return "-" if v is None else f"{v * 100:.1f}%"
+
+
 def fmt_us(v):
     return "-" if v is None else (f"{v / 1000:.2f} ms" if v >= 1000 else f"{v:.0f} us")
 
@@ -469,28 +576,35 @@ def report(res, pngs, out):
          f"Unloaded RTT through the configured limiter (sockperf, round trip): p50 {fmt_us(u['p50_us'])}, "
          f"p99.9 {fmt_us(u['p999_us'])}; virtual CPU {busy_pct(u.get('cpu_busy'))} busy.", "",
          "## Table 1: one sender, one receiver", "",
-         "| scheme | flows | tput (Mbit/s) | saturation | CV (100 ms) | RTT p50 | RTT p99.9 | signals "
-         "| virtual CPU busy |",
-         "|---|---|---|---|---|---|---|---|---|"]
+         "Saturation and CV twice: of the limiter's output (`wire`, its device's tx bytes every 100 ms, "
+         "frames as HTB counts them, so R allows 100%) and of what iperf3's receivers read (goodput, at most "
+         "1448/1514 = 95.6% of R; its 100 ms intervals move in 128 KB reads and hold a 0 when the reader did "
+         "not run, so their CV is partly the reader's).", "",
+         "| scheme | flows | tput (Mbit/s) | saturation (wire) | CV (wire, 100 ms) | saturation (goodput) "
+         "| CV (iperf3, 100 ms) | RTT p50 | RTT p99.9 | signals | virtual CPU busy |",
+         "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in res["table1"]:
         sig = ", ".join(f"{k} {v}" for k, v in r["counters"].items() if v)
         if r["tput_mbit"] is None:
-            L.append(f"| {r['scheme']} | {r['flows']} | iperf3 did not finish | | | "
+            L.append(f"| {r['scheme']} | {r['flows']} | iperf3 did not finish | {pct(r.get('wire_saturation'))} | "
+                     f"{pct(r.get('wire_cv'))} | | | "
                      f"{fmt_us(r['rtt_p50_us'])} | {fmt_us(r['rtt_p999_us'])} | | {busy_pct(r.get('cpu_busy'))} |")
             continue
-        L.append(f"| {r['scheme']} | {r['flows']} | {r['tput_mbit']:.1f} | {r['saturation'] * 100:.1f}% | "
+        L.append(f"| {r['scheme']} | {r['flows']} | {r['tput_mbit']:.1f} | {pct(r.get('wire_saturation'))} | "
+                 f"{pct(r.get('wire_cv'))} | {r['saturation'] * 100:.1f}% | "
                  f"{(r['cv'] or 0) * 100:.1f}% | {fmt_us(r['rtt_p50_us'])} | {fmt_us(r['rtt_p999_us'])} | {sig} "
                  f"| {busy_pct(r.get('cpu_busy'))} |")
     if res["table2"]:
         L += ["", "## Table 2: two senders, one limiter each (min X, ceil T) under a parent of T", "",
-              "| scheme | X / T | flows per VM | total tput (Mbit/s) | saturation of T | CV | RTT p50 | RTT p99.9 "
-              "| virtual CPU busy |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "| scheme | X / T | flows per VM | total tput (Mbit/s) | saturation of T (wire) | CV (wire) "
+              "| saturation of T (goodput) | CV (iperf3) | RTT p50 | RTT p99.9 | virtual CPU busy |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in res["table2"]:
             if r["tput_mbit"] is None:
                 continue
             L.append(f"| {r['scheme']} | {r['min_kbit'] / r['total_kbit']:.1f} | {r['flows']} | "
-                     f"{r['tput_mbit']:.1f} | {r['saturation'] * 100:.1f}% | {(r['cv'] or 0) * 100:.1f}% | "
+                     f"{r['tput_mbit']:.1f} | {pct(r.get('wire_saturation'))} | {pct(r.get('wire_cv'))} | "
+                     f"{r['saturation'] * 100:.1f}% | {(r['cv'] or 0) * 100:.1f}% | "
                      f"{fmt_us(r['rtt_p50_us'])} | {fmt_us(r['rtt_p999_us'])} | {busy_pct(r.get('cpu_busy'))} |")
     L += ["", "The paper's goal: >= 95% of R, median RTT within 2x of unloaded, CV <= 5% "
           "(its preliminary ECE result: 950 Mbit/s at 166 us median for a 1 Gbit/s limiter).", ""]

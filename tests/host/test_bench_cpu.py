@@ -4,6 +4,7 @@ dcnet.stats.CPU_LIMIT.  Synthetic raw records, no guest."""
 import json
 import os
 import re
+import statistics
 import sys
 
 import pytest
@@ -213,3 +214,43 @@ def test_htb_saturation_is_bytes_over_time():
     # the old raw format (interval rates) still reads
     old = dict(cell, tput=[[4e6] * 20, [4e6] * 20])
     assert abs(htb.cell_stats(old, rate_bps=10e6)["saturation"] - 0.8) < 1e-9
+
+
+def test_htb_wire_stats():
+    # 10 Mbit/s for 6 s sampled every 0.1 s, with a 2 s stall of the
+    # limiter from 3 s to 3.5 s: the window is 1 s .. duration
+    samples, b = [], 0
+    for i in range(61):
+        t = i / 10
+        samples.append([t, b])
+        b += 0 if 3.0 <= t < 3.5 else 125000
+    w = htb.wire_stats(samples, 10e6, 1.0, 6.0)
+    assert w["wire_samples"] == 51
+    assert w["wire_saturation"] == pytest.approx(45 / 50)
+    assert w["wire_cv"] == pytest.approx(statistics.pstdev([10e6] * 45 + [0] * 5) / 9e6)
+    # steady: saturation 1, CV 0; the start-up second left out
+    steady = [[i / 10, i * 125000 + (10**6 if i >= 10 else 0)] for i in range(61)]
+    w = htb.wire_stats(steady, 10e6, 1.0, 6.0)
+    assert w["wire_saturation"] == pytest.approx(1.0) and w["wire_cv"] == pytest.approx(0.0)
+    # no samples (raw from before the sampler): no figures
+    assert htb.wire_stats(None, 10e6, 1.0, 6.0)["wire_saturation"] is None
+
+
+def test_htb_report_shows_wire(tmp_path):
+    raw = htb_raw()
+    raw["table1"]["cells"][0]["wire"] = [[i / 10, i * 112500] for i in range(61)]
+    res = htb.analyse(raw)
+    assert res["table1"][0]["wire_saturation"] == pytest.approx(0.9)
+    assert res["table1"][1]["wire_saturation"] is None
+    text = report_text(htb, res, tmp_path)
+    assert re.search(r"\| plain \| 1 \| 9\.0 \| 90\.0% \| 0\.0% \| 90\.0% \|", text)
+
+
+def test_htb_saturation_leaves_out_the_tail():
+    # 100 ms intervals for 10 s at 9 Mbit/s, then 4 s more (TAIL_S) at a
+    # quarter of it: a 6 s cell's saturation is from 1 s to 6 s only
+    iv = [[112500, 0.1]] * 100 + [[28125, 0.1]] * 40
+    cell = dict(tput=[iv], rtt=dict(p50_us=1.0, p999_us=2.0), counters={}, cpu_busy=None)
+    s = htb.cell_stats(cell, 10e6, 6)
+    assert s["saturation"] == pytest.approx(0.9) and s["cv"] == pytest.approx(0.0)
+    assert htb.cell_stats(cell, 10e6)["saturation"] < 0.8
