@@ -19,6 +19,10 @@ def sh(cmd, check=True, ns=None, capture=True, timeout=120):
     # "sh" through PATH, not shell=True's /bin/sh: the guest's toolbox
     # (dcnet.warm) comes first there
     argv = (ns_exec(ns) if ns else []) + ["sh", "-c", cmd]
+    # a guest-time budget: in virtual time a wait on the host (9p) can
+    # use it up when the host is loaded; DCNET_TIMEOUT_SCALE stretches it
+    # as it stretches the boot's (dcnet/hostrun.py)
+    timeout *= float(os.environ.get("DCNET_TIMEOUT_SCALE", "1"))
     p = subprocess.run(argv, text=True, timeout=timeout,
                        stdout=subprocess.PIPE if capture else None,
                        stderr=subprocess.PIPE if capture else None)
