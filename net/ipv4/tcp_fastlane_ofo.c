@@ -97,38 +97,39 @@ static void tcp_fl_scatter_reordering(struct sock *sk)
 
 /* From tcp_ack(), for an ACK that neither is older than snd_una nor
  * acknowledges unsent data, after the window update.  @new_ack: it
- * advances snd_una (FLAG_SND_UNA_ADVANCED).
+ * advances snd_una (FLAG_SND_UNA_ADVANCED).  tcp_parse_options() found
+ * the option, if the segment carries one, in tp->rx_opt (cleared for
+ * every segment: an ACK without it, or one that took the fast path,
+ * leaves fl_ofo_saw at TCP_FL_OFO_NONE).
  */
 void tcp_fl_ofo_ack(struct sock *sk, const struct sk_buff *skb, bool new_ack)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct net *net = sock_net(sk);
-	const struct tcphdr *th = tcp_hdr(skb);
-	int optlen = th->doff * 4 - sizeof(*th);
-	enum tcp_fl_ofo_opt found = TCP_FL_OFO_NONE;
+	enum tcp_fl_ofo_opt found = tp->rx_opt.fl_ofo_saw;
 	u32 val = 0;
 
 	if (unlikely(tcp_fl_scatter(sk)))
 		tcp_fl_scatter_reordering(sk);
 
-	if (!tp->fl_ofo.ok && !tcp_fl_ofo_on(net))
-		return;		/* stock: the options are not even looked at */
-	/* the SYN-ACK's offer is the negotiation (tcp_fl_ofo_syn_sent(),
-	 * after this ACK is processed)
+	/* Off in this netns: the options are not even looked at
+	 * (tcp_parse_options()), and a connection negotiated before it
+	 * was turned off inflates no more.
 	 */
-	if (th->syn)
+	if (!tcp_fl_ofo_on(net)) {
+		tp->fl_ofo.infl = 0;
 		return;
-
-	/* Only timestamps (aligned) or nothing: no option of ours */
-	if (optlen > 0 && optlen != TCPOLEN_TSTAMP_ALIGNED)
-		found = tcp_fl_ofo_parse((const u8 *)(th + 1), optlen, &val);
-	else if (optlen == TCPOLEN_TSTAMP_ALIGNED &&
-		 *(const __be32 *)(th + 1) != htonl((TCPOPT_NOP << 24) |
-						    (TCPOPT_NOP << 16) |
-						    (TCPOPT_TIMESTAMP << 8) |
-						    TCPOLEN_TIMESTAMP))
-		found = tcp_fl_ofo_parse((const u8 *)(th + 1), optlen, &val);
-
+	}
+	/* The SYN-ACK's offer is the negotiation (tcp_fl_ofo_syn_sent(),
+	 * after this ACK is processed); a byte count on it is absurd.
+	 */
+	if (tcp_hdr(skb)->syn) {
+		if (found > TCP_FL_OFO_PERM) {
+			NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEOFOBADVALUE);
+			tp->fl_ofo.bad++;
+		}
+		return;
+	}
 	if (!tp->fl_ofo.ok) {
 		if (found != TCP_FL_OFO_NONE) {
 			NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEOFONOTNEGOTIATED);
@@ -136,6 +137,8 @@ void tcp_fl_ofo_ack(struct sock *sk, const struct sk_buff *skb, bool new_ack)
 		}
 		return;
 	}
+	if (found == TCP_FL_OFO_VALUE)
+		val = tp->rx_opt.fl_ofo_val;
 	if (found == TCP_FL_OFO_PERM || found == TCP_FL_OFO_MALFORMED ||
 	    (found == TCP_FL_OFO_VALUE &&
 	     !tcp_fl_ofo_plausible(val, TCP_SKB_CB(skb)->ack_seq, tp->snd_nxt,
