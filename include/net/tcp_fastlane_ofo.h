@@ -222,6 +222,7 @@ int tcp_fl_ofo_setsockopt(struct sock *sk, sockptr_t optval,
 			  unsigned int optlen);
 int tcp_fl_ofo_getsockopt(struct sock *sk, int optname, sockptr_t optval,
 			  sockptr_t optlen);
+int tcp_fl_ofo_diag_put(struct sk_buff *skb, struct sock *sk);
 
 #else
 

@@ -38,8 +38,10 @@
  * and, beyond that, SACK decide.
  */
 
+#include <linux/inet_diag.h>
 #include <linux/kernel.h>
 #include <linux/tcp.h>
+#include <net/netlink.h>
 #include <net/tcp.h>
 #include <net/tcp_fastlane_ofo.h>
 
@@ -192,6 +194,46 @@ void tcp_fl_ofo_child(struct sock *newsk, bool negotiated)
 	tp->fl_ofo.c_rcv_nxt = 0;
 }
 
+/* The socket's state (the socket locked) */
+static void tcp_fl_ofo_get_info(struct sock *sk,
+				struct tcp_fastlane_ofo_info *info)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	memset(info, 0, sizeof(*info));
+	if (tp->fl_ofo.ok)
+		info->tcpfo_flags |= TCP_FASTLANE_OFO_F_OK;
+	if (tcp_fl_scatter(sk))
+		info->tcpfo_flags |= TCP_FASTLANE_OFO_F_SCATTER;
+	info->tcpfo_infl = tp->fl_ofo.infl;
+	info->tcpfo_infl_max = tp->fl_ofo.infl_max;
+	info->tcpfo_extra = tcp_fl_ofo_cwnd_extra(tp);
+	info->tcpfo_rcv_ofo = tcp_fl_ofo_want(tp) ? tcp_fl_ofo_rcv_bytes(tp) : 0;
+	info->tcpfo_rcvd = tp->fl_ofo.rcvd;
+	info->tcpfo_bad = tp->fl_ofo.bad;
+	info->tcpfo_reordering = tp->reordering;
+}
+
+/* INET_DIAG_FASTLANE_OFO (ss -ti), for a full socket of a netns where
+ * the option is on, or that negotiated it or is in packet-scatter mode:
+ * stock sockets get no attribute.  From tcp_diag_get_aux(), the socket
+ * not locked (as for tcp_get_info()).
+ */
+int tcp_fl_ofo_diag_put(struct sk_buff *skb, struct sock *sk)
+{
+	struct tcp_fastlane_ofo_info info;
+	bool slow;
+
+	if (!tcp_fl_ofo_on(sock_net(sk)) && !tcp_sk(sk)->fl_ofo.ok &&
+	    !tcp_fl_scatter(sk))
+		return 0;
+	slow = lock_sock_fast(sk);
+	tcp_fl_ofo_get_info(sk, &info);
+	unlock_sock_fast(sk, slow);
+	return nla_put(skb, INET_DIAG_FASTLANE_OFO, sizeof(info), &info);
+}
+EXPORT_SYMBOL_GPL(tcp_fl_ofo_diag_put);
+
 /* TCP_FASTLANE_SCATTER: 1 on, 0 off, -1 back to the netns default */
 int tcp_fl_ofo_setsockopt(struct sock *sk, sockptr_t optval,
 			  unsigned int optlen)
@@ -217,8 +259,7 @@ int tcp_fl_ofo_setsockopt(struct sock *sk, sockptr_t optval,
 int tcp_fl_ofo_getsockopt(struct sock *sk, int optname, sockptr_t optval,
 			  sockptr_t optlen)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
-	struct tcp_fastlane_ofo_info info = {};
+	struct tcp_fastlane_ofo_info info;
 	int len, val;
 
 	if (copy_from_sockptr(&len, optlen, sizeof(int)))
@@ -238,17 +279,7 @@ int tcp_fl_ofo_getsockopt(struct sock *sk, int optname, sockptr_t optval,
 	}
 
 	sockopt_lock_sock(sk);
-	if (tp->fl_ofo.ok)
-		info.tcpfo_flags |= TCP_FASTLANE_OFO_F_OK;
-	if (tcp_fl_scatter(sk))
-		info.tcpfo_flags |= TCP_FASTLANE_OFO_F_SCATTER;
-	info.tcpfo_infl = tp->fl_ofo.infl;
-	info.tcpfo_infl_max = tp->fl_ofo.infl_max;
-	info.tcpfo_extra = tcp_fl_ofo_cwnd_extra(tp);
-	info.tcpfo_rcv_ofo = tcp_fl_ofo_want(tp) ? tcp_fl_ofo_rcv_bytes(tp) : 0;
-	info.tcpfo_rcvd = tp->fl_ofo.rcvd;
-	info.tcpfo_bad = tp->fl_ofo.bad;
-	info.tcpfo_reordering = tp->reordering;
+	tcp_fl_ofo_get_info(sk, &info);
 	sockopt_release_sock(sk);
 
 	len = min_t(int, len, sizeof(info));

@@ -512,6 +512,16 @@ class Forger:
         self.s.close()
 
 
+def ss_ofo(lab, host, cport):
+    """the fastlane_ofo:(...) fields ss -ti prints for the connection from
+    local port cport (None without them)"""
+    out = sh(f"ss -tinH 'sport = :{cport}'", ns=lab.ns(host))
+    if "fastlane_ofo:(" not in out:
+        return None
+    body = out.split("fastlane_ofo:(")[1].split(")")[0]
+    return {k: int(v) for k, v in (kv.split(":") for kv in body.split(","))}
+
+
 def ofo_info(sock):
     keys = ("flags", "infl", "infl_max", "extra", "rcv_ofo", "rcvd", "bad", "reordering")
     return dict(zip(keys, struct.unpack("8I", sock.getsockopt(IPPROTO_TCP, TCP_FASTLANE_OFO_INFO, 32))))
@@ -633,6 +643,10 @@ def test_forged_values_ignored_and_counted(lab, v6, ts):
         assert b.negotiated and bool(b.ts) == bool(ts)
         i = b.ack(ofo_opt(1000))
         assert (i["rcvd"], i["bad"], i["infl"]) == (1, 0, 1000), i
+        # ss -ti shows it (INET_DIAG_FASTLANE_OFO)
+        fo = ss_ofo(lab, "h1", b.cport)
+        assert fo and (fo["ok"], fo["infl"], fo["infl_max"], fo["rcvd"], fo["bad"]) == \
+            (1, 1000, 1000, 1, 0), fo
         bad = 0
         for opt in (ofo_opt(OUTSTANDING),            # all of it: the hole is not held
                     ofo_opt(OUTSTANDING + 1448),     # more than was sent
@@ -699,6 +713,9 @@ def test_forged_value_not_negotiated(lab, v6):
         i = ofo_info(b.cli)
         assert (i["rcvd"], i["bad"], i["infl"]) == (0, 2, 0), i
         assert not any(nstat_delta(nstat(lab.ns("h1")), n1).values())
+        # a socket that neither negotiated it nor scatters, in a netns
+        # where it is off: no INET_DIAG_FASTLANE_OFO for ss
+        assert ss_ofo(lab, "h1", b.cport) is None
     finally:
         b.close()
 
