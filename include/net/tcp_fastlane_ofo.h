@@ -32,55 +32,38 @@
 #include <linux/sockptr.h>
 #include <linux/tcp.h>
 #include <linux/types.h>
+#include <linux/unaligned.h>
 #include <net/net_namespace.h>
 
 #define TCPOPT_FL_OFO_MAGIC		0xFA0F
 #define TCPOLEN_FL_OFO_PERM		4	/* SYN, SYN-ACK */
 #define TCPOLEN_FL_OFO			8	/* the byte count */
 
-/* What tcp_fl_ofo_parse() found */
+/* What an option of our ExID on a segment is (tcp_fl_ofo_decode()),
+ * kept per segment in tcp_options_received.fl_ofo_saw (2 bits)
+ */
 enum tcp_fl_ofo_opt {
 	TCP_FL_OFO_NONE,	/* no option of our ExID */
 	TCP_FL_OFO_PERM,	/* the SYN's offer */
-	TCP_FL_OFO_VALUE,	/* a byte count, in *val */
+	TCP_FL_OFO_VALUE,	/* a byte count */
 	TCP_FL_OFO_MALFORMED,	/* our ExID, a length we do not know */
 };
 
-/* Find the option of our ExID in the TCP options @opt of @len bytes
- * (untrusted).  The first one found counts.
+/* An experimental option of our ExID, of @opsize bytes (kind and length
+ * included, as the peer sent it: untrusted) whose ExID is at @p: what it
+ * is, and the byte count in *@val if it carries one.  tcp_parse_options()
+ * has checked that the option lies within the header and that
+ * @opsize >= 4.
  */
-static inline enum tcp_fl_ofo_opt tcp_fl_ofo_parse(const u8 *opt, int len,
-						   u32 *val)
+static inline enum tcp_fl_ofo_opt tcp_fl_ofo_decode(const u8 *p, int opsize,
+						    u32 *val)
 {
-	while (len > 0) {
-		u8 kind = opt[0], olen;
-
-		if (kind == 0)		/* TCPOPT_EOL */
-			break;
-		if (kind == 1) {	/* TCPOPT_NOP */
-			opt++;
-			len--;
-			continue;
-		}
-		if (len < 2)
-			break;
-		olen = opt[1];
-		if (olen < 2 || olen > len)
-			break;
-		if (kind == 254 && olen >= 4 &&
-		    ((opt[2] << 8) | opt[3]) == TCPOPT_FL_OFO_MAGIC) {
-			if (olen == TCPOLEN_FL_OFO_PERM)
-				return TCP_FL_OFO_PERM;
-			if (olen != TCPOLEN_FL_OFO)
-				return TCP_FL_OFO_MALFORMED;
-			*val = ((u32)opt[4] << 24) | ((u32)opt[5] << 16) |
-			       ((u32)opt[6] << 8) | opt[7];
-			return TCP_FL_OFO_VALUE;
-		}
-		opt += olen;
-		len -= olen;
-	}
-	return TCP_FL_OFO_NONE;
+	if (opsize == TCPOLEN_FL_OFO_PERM)
+		return TCP_FL_OFO_PERM;
+	if (opsize != TCPOLEN_FL_OFO)
+		return TCP_FL_OFO_MALFORMED;
+	*val = get_unaligned_be32(p + 2);
+	return TCP_FL_OFO_VALUE;
 }
 
 /* Write the byte count @val as the option at @p (8 bytes) */
@@ -170,6 +153,26 @@ static inline bool tcp_fl_ofo_on(const struct net *net)
 	return READ_ONCE(net->ipv4.sysctl_tcp_fastlane_ofo);
 }
 
+/* tcp_parse_options() found an option of our ExID at @p (its ExID) on
+ * the segment, in a netns where the option is on; the first one on a
+ * segment counts.  Cleared for every segment (tcp_fl_ofo_rx_clear()).
+ */
+static inline void tcp_fl_ofo_rx_parse(struct tcp_options_received *rx,
+				       const u8 *p, int opsize)
+{
+	u32 val = 0;
+
+	if (rx->fl_ofo_saw != TCP_FL_OFO_NONE)
+		return;
+	rx->fl_ofo_saw = tcp_fl_ofo_decode(p, opsize, &val);
+	rx->fl_ofo_val = val;
+}
+
+static inline void tcp_fl_ofo_rx_clear(struct tcp_options_received *rx)
+{
+	rx->fl_ofo_saw = TCP_FL_OFO_NONE;
+}
+
 /* Is the socket in packet-scatter mode?  Its own setting
  * (TCP_FASTLANE_SCATTER), or the netns default.
  */
@@ -219,12 +222,17 @@ int tcp_fl_ofo_setsockopt(struct sock *sk, sockptr_t optval,
 			  unsigned int optlen);
 int tcp_fl_ofo_getsockopt(struct sock *sk, int optname, sockptr_t optval,
 			  sockptr_t optlen);
+int tcp_fl_ofo_diag_put(struct sk_buff *skb, struct sock *sk);
 
 #else
 
 static inline bool tcp_fl_ofo_on(const struct net *net)
 {
 	return false;
+}
+
+static inline void tcp_fl_ofo_rx_clear(struct tcp_options_received *rx)
+{
 }
 
 static inline u32 tcp_fl_ofo_cwnd_extra(const struct tcp_sock *tp)

@@ -38,8 +38,10 @@
  * and, beyond that, SACK decide.
  */
 
+#include <linux/inet_diag.h>
 #include <linux/kernel.h>
 #include <linux/tcp.h>
+#include <net/netlink.h>
 #include <net/tcp.h>
 #include <net/tcp_fastlane_ofo.h>
 
@@ -97,38 +99,39 @@ static void tcp_fl_scatter_reordering(struct sock *sk)
 
 /* From tcp_ack(), for an ACK that neither is older than snd_una nor
  * acknowledges unsent data, after the window update.  @new_ack: it
- * advances snd_una (FLAG_SND_UNA_ADVANCED).
+ * advances snd_una (FLAG_SND_UNA_ADVANCED).  tcp_parse_options() found
+ * the option, if the segment carries one, in tp->rx_opt (cleared for
+ * every segment: an ACK without it, or one that took the fast path,
+ * leaves fl_ofo_saw at TCP_FL_OFO_NONE).
  */
 void tcp_fl_ofo_ack(struct sock *sk, const struct sk_buff *skb, bool new_ack)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct net *net = sock_net(sk);
-	const struct tcphdr *th = tcp_hdr(skb);
-	int optlen = th->doff * 4 - sizeof(*th);
-	enum tcp_fl_ofo_opt found = TCP_FL_OFO_NONE;
+	enum tcp_fl_ofo_opt found = tp->rx_opt.fl_ofo_saw;
 	u32 val = 0;
 
 	if (unlikely(tcp_fl_scatter(sk)))
 		tcp_fl_scatter_reordering(sk);
 
-	if (!tp->fl_ofo.ok && !tcp_fl_ofo_on(net))
-		return;		/* stock: the options are not even looked at */
-	/* the SYN-ACK's offer is the negotiation (tcp_fl_ofo_syn_sent(),
-	 * after this ACK is processed)
+	/* Off in this netns: the options are not even looked at
+	 * (tcp_parse_options()), and a connection negotiated before it
+	 * was turned off inflates no more.
 	 */
-	if (th->syn)
+	if (!tcp_fl_ofo_on(net)) {
+		tp->fl_ofo.infl = 0;
 		return;
-
-	/* Only timestamps (aligned) or nothing: no option of ours */
-	if (optlen > 0 && optlen != TCPOLEN_TSTAMP_ALIGNED)
-		found = tcp_fl_ofo_parse((const u8 *)(th + 1), optlen, &val);
-	else if (optlen == TCPOLEN_TSTAMP_ALIGNED &&
-		 *(const __be32 *)(th + 1) != htonl((TCPOPT_NOP << 24) |
-						    (TCPOPT_NOP << 16) |
-						    (TCPOPT_TIMESTAMP << 8) |
-						    TCPOLEN_TIMESTAMP))
-		found = tcp_fl_ofo_parse((const u8 *)(th + 1), optlen, &val);
-
+	}
+	/* The SYN-ACK's offer is the negotiation (tcp_fl_ofo_syn_sent(),
+	 * after this ACK is processed); a byte count on it is absurd.
+	 */
+	if (tcp_hdr(skb)->syn) {
+		if (found > TCP_FL_OFO_PERM) {
+			NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEOFOBADVALUE);
+			tp->fl_ofo.bad++;
+		}
+		return;
+	}
 	if (!tp->fl_ofo.ok) {
 		if (found != TCP_FL_OFO_NONE) {
 			NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEOFONOTNEGOTIATED);
@@ -136,6 +139,8 @@ void tcp_fl_ofo_ack(struct sock *sk, const struct sk_buff *skb, bool new_ack)
 		}
 		return;
 	}
+	if (found == TCP_FL_OFO_VALUE)
+		val = tp->rx_opt.fl_ofo_val;
 	if (found == TCP_FL_OFO_PERM || found == TCP_FL_OFO_MALFORMED ||
 	    (found == TCP_FL_OFO_VALUE &&
 	     !tcp_fl_ofo_plausible(val, TCP_SKB_CB(skb)->ack_seq, tp->snd_nxt,
@@ -189,6 +194,46 @@ void tcp_fl_ofo_child(struct sock *newsk, bool negotiated)
 	tp->fl_ofo.c_rcv_nxt = 0;
 }
 
+/* The socket's state (the socket locked) */
+static void tcp_fl_ofo_get_info(struct sock *sk,
+				struct tcp_fastlane_ofo_info *info)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	memset(info, 0, sizeof(*info));
+	if (tp->fl_ofo.ok)
+		info->tcpfo_flags |= TCP_FASTLANE_OFO_F_OK;
+	if (tcp_fl_scatter(sk))
+		info->tcpfo_flags |= TCP_FASTLANE_OFO_F_SCATTER;
+	info->tcpfo_infl = tp->fl_ofo.infl;
+	info->tcpfo_infl_max = tp->fl_ofo.infl_max;
+	info->tcpfo_extra = tcp_fl_ofo_cwnd_extra(tp);
+	info->tcpfo_rcv_ofo = tcp_fl_ofo_want(tp) ? tcp_fl_ofo_rcv_bytes(tp) : 0;
+	info->tcpfo_rcvd = tp->fl_ofo.rcvd;
+	info->tcpfo_bad = tp->fl_ofo.bad;
+	info->tcpfo_reordering = tp->reordering;
+}
+
+/* INET_DIAG_FASTLANE_OFO (ss -ti), for a full socket of a netns where
+ * the option is on, or that negotiated it or is in packet-scatter mode:
+ * stock sockets get no attribute.  From tcp_diag_get_aux(), the socket
+ * not locked (as for tcp_get_info()).
+ */
+int tcp_fl_ofo_diag_put(struct sk_buff *skb, struct sock *sk)
+{
+	struct tcp_fastlane_ofo_info info;
+	bool slow;
+
+	if (!tcp_fl_ofo_on(sock_net(sk)) && !tcp_sk(sk)->fl_ofo.ok &&
+	    !tcp_fl_scatter(sk))
+		return 0;
+	slow = lock_sock_fast(sk);
+	tcp_fl_ofo_get_info(sk, &info);
+	unlock_sock_fast(sk, slow);
+	return nla_put(skb, INET_DIAG_FASTLANE_OFO, sizeof(info), &info);
+}
+EXPORT_SYMBOL_GPL(tcp_fl_ofo_diag_put);
+
 /* TCP_FASTLANE_SCATTER: 1 on, 0 off, -1 back to the netns default */
 int tcp_fl_ofo_setsockopt(struct sock *sk, sockptr_t optval,
 			  unsigned int optlen)
@@ -214,8 +259,7 @@ int tcp_fl_ofo_setsockopt(struct sock *sk, sockptr_t optval,
 int tcp_fl_ofo_getsockopt(struct sock *sk, int optname, sockptr_t optval,
 			  sockptr_t optlen)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
-	struct tcp_fastlane_ofo_info info = {};
+	struct tcp_fastlane_ofo_info info;
 	int len, val;
 
 	if (copy_from_sockptr(&len, optlen, sizeof(int)))
@@ -235,17 +279,7 @@ int tcp_fl_ofo_getsockopt(struct sock *sk, int optname, sockptr_t optval,
 	}
 
 	sockopt_lock_sock(sk);
-	if (tp->fl_ofo.ok)
-		info.tcpfo_flags |= TCP_FASTLANE_OFO_F_OK;
-	if (tcp_fl_scatter(sk))
-		info.tcpfo_flags |= TCP_FASTLANE_OFO_F_SCATTER;
-	info.tcpfo_infl = tp->fl_ofo.infl;
-	info.tcpfo_infl_max = tp->fl_ofo.infl_max;
-	info.tcpfo_extra = tcp_fl_ofo_cwnd_extra(tp);
-	info.tcpfo_rcv_ofo = tcp_fl_ofo_want(tp) ? tcp_fl_ofo_rcv_bytes(tp) : 0;
-	info.tcpfo_rcvd = tp->fl_ofo.rcvd;
-	info.tcpfo_bad = tp->fl_ofo.bad;
-	info.tcpfo_reordering = tp->reordering;
+	tcp_fl_ofo_get_info(sk, &info);
 	sockopt_release_sock(sk);
 
 	len = min_t(int, len, sizeof(info));

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* KUnit tests of FastLane over multiple paths
  * (include/net/tcp_fastlane_ofo.h): the out-of-order-bytes option's
- * encoding and its parsing out of untrusted options, the plausibility
+ * encoding, and its parsing out of untrusted options by
+ * tcp_parse_options() itself (on forged segments); the plausibility
  * check, the paper's inflation rule (new against duplicate ACKs, ACKs
  * reordered among themselves, the receive window's clamp), what the
  * inflation adds to the congestion window, and the receiver's count of
@@ -9,11 +10,58 @@
  */
 
 #include <kunit/test.h>
+#include <linux/skbuff.h>
+#include <net/tcp.h>
 #include <net/tcp_fastlane_ofo.h>
+
+/* A netns of which tcp_parse_options() reads the sysctls */
+static struct net *ofo_net(struct kunit *test, bool on)
+{
+	struct net *net = kunit_kzalloc(test, sizeof(*net), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, net);
+	net->ipv4.sysctl_tcp_fastlane_ofo = on;
+	return net;
+}
+
+/* tcp_parse_options() on a segment whose TCP options are @opt (@len
+ * bytes, zero padded to a multiple of 4: EOL), as for an established
+ * connection, or a SYN if @syn.  What it left in tcp_options_received,
+ * which held a byte count of an earlier segment before.
+ */
+static enum tcp_fl_ofo_opt ofo_parse(struct kunit *test, struct net *net,
+				     const u8 *opt, int len, bool syn,
+				     u32 *val, bool *unknown)
+{
+	struct tcp_options_received rx = {};
+	int olen = ALIGN(len, 4);
+	struct sk_buff *skb;
+	struct tcphdr *th;
+
+	KUNIT_ASSERT_LE(test, olen, MAX_TCP_OPTION_SPACE);
+	skb = alloc_skb(sizeof(*th) + olen, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, skb);
+	skb_reset_transport_header(skb);
+	th = skb_put_zero(skb, sizeof(*th) + olen);
+	memcpy(th + 1, opt, len);
+	th->doff = (sizeof(*th) + olen) / 4;
+	th->syn = syn;
+	th->ack = !syn;
+	rx.tstamp_ok = 1;
+	rx.fl_ofo_saw = TCP_FL_OFO_VALUE;	/* stale */
+	rx.fl_ofo_val = 0xdeadbeef;
+	tcp_parse_options(net, skb, &rx, !syn, NULL);
+	kfree_skb(skb);
+	*val = rx.fl_ofo_saw == TCP_FL_OFO_VALUE ? rx.fl_ofo_val : 0;
+	if (unknown)
+		*unknown = rx.saw_unknown;
+	return rx.fl_ofo_saw;
+}
 
 static void ofo_option_roundtrip(struct kunit *test)
 {
 	static const u32 vals[] = { 0, 1, 1448, 0x12345678, 0xffffffff };
+	struct net *net = ofo_net(test, true);
 	u8 opt[8];
 	u32 v;
 	int i;
@@ -24,7 +72,12 @@ static void ofo_option_roundtrip(struct kunit *test)
 		KUNIT_EXPECT_EQ(test, opt[1], 8);
 		KUNIT_EXPECT_EQ(test, (opt[2] << 8) | opt[3], 0xFA0F);
 		v = 0xdead;
-		KUNIT_EXPECT_EQ(test, tcp_fl_ofo_parse(opt, sizeof(opt), &v),
+		KUNIT_EXPECT_EQ(test, tcp_fl_ofo_decode(opt + 2, 8, &v),
+				TCP_FL_OFO_VALUE);
+		KUNIT_EXPECT_EQ(test, v, vals[i]);
+		v = 0xdead;
+		KUNIT_EXPECT_EQ(test, ofo_parse(test, net, opt, sizeof(opt),
+						false, &v, NULL),
 				TCP_FL_OFO_VALUE);
 		KUNIT_EXPECT_EQ(test, v, vals[i]);
 	}
@@ -54,54 +107,82 @@ static void ofo_option_among_others(struct kunit *test)
 	/* Fast Open's experimental option, then ours */
 	static const u8 tfo[] = { 254, 4, 0xF9, 0x89,
 				  254, 8, 0xFA, 0x0F, 0, 0, 0, 7 };
+	/* timestamps alone: the stale value of an earlier segment goes */
+	static const u8 ts[] = { 1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2 };
+	struct net *net = ofo_net(test, true);
+	bool unknown;
 	u32 v = 0;
 
-	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_parse(ack, sizeof(ack), &v),
-			TCP_FL_OFO_VALUE);
+	KUNIT_EXPECT_EQ(test, ofo_parse(test, net, ack, sizeof(ack), false,
+					&v, &unknown), TCP_FL_OFO_VALUE);
 	KUNIT_EXPECT_EQ(test, v, 5792);
-	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_parse(syn, sizeof(syn), &v),
-			TCP_FL_OFO_PERM);
-	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_parse(fl, sizeof(fl), &v),
-			TCP_FL_OFO_NONE);
-	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_parse(tfo, sizeof(tfo), &v),
-			TCP_FL_OFO_VALUE);
+	KUNIT_EXPECT_EQ(test, ofo_parse(test, net, syn, sizeof(syn), true, &v,
+					&unknown), TCP_FL_OFO_PERM);
+	KUNIT_EXPECT_FALSE(test, unknown);
+	KUNIT_EXPECT_EQ(test, ofo_parse(test, net, fl, sizeof(fl), false, &v,
+					&unknown), TCP_FL_OFO_NONE);
+	KUNIT_EXPECT_TRUE(test, unknown);
+	KUNIT_EXPECT_EQ(test, ofo_parse(test, net, tfo, sizeof(tfo), false,
+					&v, NULL), TCP_FL_OFO_VALUE);
 	KUNIT_EXPECT_EQ(test, v, 7);
+	KUNIT_EXPECT_EQ(test, ofo_parse(test, net, ts, sizeof(ts), false, &v,
+					NULL), TCP_FL_OFO_NONE);
 }
 
 static void ofo_option_untrusted(struct kunit *test)
 {
-	static const u8 ok[] = { 254, 8, 0xFA, 0x0F, 0, 0, 1, 0 };
+	/* truncated: the header ends in the middle of the option */
+	static const u8 trunc[] = { 254, 8, 0xFA, 0x0F };
 	/* our ExID with a length of neither 4 nor 8 */
 	static const u8 len6[] = { 254, 6, 0xFA, 0x0F, 0, 1, 1, 1 };
 	static const u8 len12[] = { 254, 12, 0xFA, 0x0F, 0, 0, 0, 1,
 				    0, 0, 0, 0 };
-	/* a zero length, a length beyond the options, EOL first */
+	/* a zero length, EOL first */
 	static const u8 zero[] = { 254, 0, 0xFA, 0x0F, 0, 0, 1, 0 };
-	static const u8 over[] = { 1, 254, 9, 0xFA, 0x0F, 0, 0, 1, 0 };
 	static const u8 eol[] = { 0, 0, 0, 0, 254, 8, 0xFA, 0x0F, 0, 0, 1, 0 };
 	/* an option of length 3 too short to hold an ExID, then ours */
 	static const u8 short3[] = { 254, 3, 0xFA, 254, 8, 0xFA, 0x0F,
 				     0, 0, 0, 9 };
+	/* two of ours: the first counts */
+	static const u8 two[] = { 254, 8, 0xFA, 0x0F, 0, 0, 0, 1,
+				  254, 8, 0xFA, 0x0F, 0, 0, 0, 2 };
+	/* the offer on a segment that is not a SYN: reported as such (the
+	 * ACK path ignores and counts it), a byte count on a SYN likewise
+	 */
+	static const u8 perm[] = { 254, 4, 0xFA, 0x0F };
+	static const u8 val[] = { 254, 8, 0xFA, 0x0F, 0, 0, 0, 5 };
+	struct net *net = ofo_net(test, true);
+	struct net *off = ofo_net(test, false);
+	bool unknown;
 	u32 v = 0;
 
-	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_parse(len6, sizeof(len6), &v),
-			TCP_FL_OFO_MALFORMED);
-	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_parse(len12, sizeof(len12), &v),
-			TCP_FL_OFO_MALFORMED);
-	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_parse(zero, sizeof(zero), &v),
-			TCP_FL_OFO_NONE);
-	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_parse(over, sizeof(over), &v),
-			TCP_FL_OFO_NONE);
-	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_parse(eol, sizeof(eol), &v),
-			TCP_FL_OFO_NONE);
-	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_parse(short3, sizeof(short3), &v),
-			TCP_FL_OFO_VALUE);
+	KUNIT_EXPECT_EQ(test, ofo_parse(test, net, trunc, sizeof(trunc), false,
+					&v, NULL), TCP_FL_OFO_NONE);
+	KUNIT_EXPECT_EQ(test, ofo_parse(test, net, len6, sizeof(len6), false,
+					&v, NULL), TCP_FL_OFO_MALFORMED);
+	KUNIT_EXPECT_EQ(test, ofo_parse(test, net, len12, sizeof(len12), false,
+					&v, NULL), TCP_FL_OFO_MALFORMED);
+	KUNIT_EXPECT_EQ(test, ofo_parse(test, net, zero, sizeof(zero), false,
+					&v, NULL), TCP_FL_OFO_NONE);
+	KUNIT_EXPECT_EQ(test, ofo_parse(test, net, eol, sizeof(eol), false,
+					&v, NULL), TCP_FL_OFO_NONE);
+	KUNIT_EXPECT_EQ(test, ofo_parse(test, net, short3, sizeof(short3),
+					false, &v, NULL), TCP_FL_OFO_VALUE);
 	KUNIT_EXPECT_EQ(test, v, 9);
-	/* truncated in the middle of the option */
-	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_parse(ok, sizeof(ok) - 1, &v),
-			TCP_FL_OFO_NONE);
-	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_parse(ok, 1, &v), TCP_FL_OFO_NONE);
-	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_parse(ok, 0, &v), TCP_FL_OFO_NONE);
+	KUNIT_EXPECT_EQ(test, ofo_parse(test, net, two, sizeof(two), false,
+					&v, NULL), TCP_FL_OFO_VALUE);
+	KUNIT_EXPECT_EQ(test, v, 1);
+	KUNIT_EXPECT_EQ(test, ofo_parse(test, net, perm, sizeof(perm), false,
+					&v, NULL), TCP_FL_OFO_PERM);
+	KUNIT_EXPECT_EQ(test, ofo_parse(test, net, val, sizeof(val), true,
+					&v, NULL), TCP_FL_OFO_VALUE);
+	/* off in the netns: not looked at, an unknown option (for BPF) */
+	KUNIT_EXPECT_EQ(test, ofo_parse(test, off, val, sizeof(val), false,
+					&v, &unknown), TCP_FL_OFO_NONE);
+	KUNIT_EXPECT_TRUE(test, unknown);
+	KUNIT_EXPECT_EQ(test, ofo_parse(test, off, perm, sizeof(perm), true,
+					&v, &unknown), TCP_FL_OFO_NONE);
+	KUNIT_EXPECT_TRUE(test, unknown);
 }
 
 static void ofo_plausible(struct kunit *test)

@@ -10,6 +10,7 @@ against the SACK blocks of the same ACK (the receiver's out-of-order
 queue as it is then).  Counters come from the namespaces' /proc/net.
 """
 import fcntl
+import json
 import select
 import socket
 import struct
@@ -90,8 +91,12 @@ def parse(pkt):
     sport, dport, seq, ack = struct.unpack("!HHII", tcp[:12])
     p = dict(sport=sport, dport=dport, seq=seq, ack=ack, flags=tcp[13],
              payload=plen - doff, opts=tcp_options(tcp[20:doff]), ofo=None, perm=False, sacks=[],
-             exid_any=False)
+             exid_any=False, win=struct.unpack("!H", tcp[14:16])[0], ts=None, wscale=None)
     for k, b in p["opts"]:
+        if k == 8 and len(b) == 10:
+            p["ts"] = struct.unpack("!II", b[2:10])
+        if k == 3 and len(b) == 3:
+            p["wscale"] = b[2]
         if k == 254 and len(b) >= 4 and (b[2] << 8 | b[3]) == EXID:
             p["exid_any"] = True
             if len(b) == 4:
@@ -429,3 +434,327 @@ def test_mptcp_option_space(lab, ts):
     print("MPTCP ACKs (mptcp bytes, option, SACK blocks): count", seen)
     if any(not k[1] for k in seen):
         assert d["h2"]["TcpExtTCPFastLaneOfoNoRoom"] > 0
+
+
+# ------------------------------------------------- untrusted input: forged segments
+#
+# The peer's TCP stack is bypassed: a raw socket in h2's namespace sends
+# segments as h2 to h1's connection (or as h1 to h2's listener), with
+# the sequence numbers, window and timestamps that h2's last segment on
+# the wire carried, so that h1 takes them.  sw's port towards h2 drops
+# everything meanwhile, so that h1's data stays unacknowledged and
+# nothing of h2's stack interferes.
+
+SIOCOUTQ, SIOCOUTQNSD = 0x5411, 0x894B
+OUTSTANDING = 8000      # bytes h1 has in flight, unacknowledged (< IW10)
+BAD_COUNTERS = ("TcpExtTCPFastLaneOfoBadValue", "TcpExtTCPFastLaneOfoNotNegotiated",
+                "TcpExtTCPFastLaneOfoRcvd", "TcpExtTCPFastLaneOfoInflated")
+
+
+def nstat(ns):
+    """the namespace's counters, as nstat(8) reads them"""
+    out = json.loads(sh("nstat -saz --json", ns=ns))
+    return out.get("kernel", out)
+
+
+def nstat_delta(after, before):
+    return {k: after.get(k, 0) - before.get(k, 0) for k in BAD_COUNTERS}
+
+
+def csum16(data):
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+
+
+def ofo_opt(val=None, length=8):
+    """our experimental option: the offer (length 4), a byte count
+    (length 8) or our ExID with another length"""
+    b = bytes([254, length, EXID >> 8, EXID & 0xff])
+    if length == 8:
+        b += struct.pack("!I", val)
+    elif length > 4:
+        b += b"\0" * (length - 4)
+    return b
+
+
+def segment(src, dst, sport, dport, seq, ack, flags, win, opts, v6):
+    """a TCP segment (header and options) with its checksum"""
+    opts += b"\1" * (-len(opts) % 4)
+    hdr = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, (5 + len(opts) // 4) << 4,
+                      flags, win, 0, 0) + opts
+    if v6:
+        pseudo = (socket.inet_pton(socket.AF_INET6, src) + socket.inet_pton(socket.AF_INET6, dst)
+                  + struct.pack("!I3xB", len(hdr), 6))
+    else:
+        pseudo = socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!xBH", 6, len(hdr))
+    c = csum16(pseudo + hdr)
+    return hdr[:16] + struct.pack("!H", c) + hdr[18:]
+
+
+class Forger:
+    """a raw TCP socket in namespace ns that sends segments from src"""
+
+    def __init__(self, ns, src, v6):
+        fam = socket.AF_INET6 if v6 else socket.AF_INET
+        with netns(ns):
+            self.s = socket.socket(fam, socket.SOCK_RAW, socket.IPPROTO_TCP)
+        self.s.bind((src, 0))
+        self.src, self.v6 = src, v6
+
+    def send(self, dst, *args):
+        self.s.sendto(segment(self.src, dst, *args, v6=self.v6), (dst, 0))
+
+    def close(self):
+        self.s.close()
+
+
+def ss_ofo(lab, host, cport):
+    """the fastlane_ofo:(...) fields ss -ti prints for the connection from
+    local port cport (None without them)"""
+    out = sh(f"ss -tinH 'sport = :{cport}'", ns=lab.ns(host))
+    if "fastlane_ofo:(" not in out:
+        return None
+    body = out.split("fastlane_ofo:(")[1].split(")")[0]
+    return {k: int(v) for k, v in (kv.split(":") for kv in body.split(","))}
+
+
+def ofo_info(sock):
+    keys = ("flags", "infl", "infl_max", "extra", "rcv_ofo", "rcvd", "bad", "reordering")
+    return dict(zip(keys, struct.unpack("8I", sock.getsockopt(IPPROTO_TCP, TCP_FASTLANE_OFO_INFO, 32))))
+
+
+def ioctl_int(sock, req):
+    return struct.unpack("i", fcntl.ioctl(sock.fileno(), req, b"\0" * 4))[0]
+
+
+def wait_for(cond, timeout=3.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.01)
+    return cond()
+
+
+class Blackholed:
+    """h1 -> h2 connected, 1000 bytes delivered, then sw's port towards h2
+    drops everything and h1 sends OUTSTANDING more bytes, which stay
+    unacknowledged; ack() forges h2's ACKs to h1"""
+
+    def __init__(self, lab, v6):
+        self.lab, self.v6 = lab, v6
+        fam = socket.AF_INET6 if v6 else socket.AF_INET
+        cap = Capture(lab.ns("h2"))
+        try:
+            with netns(lab.ns("h2")):
+                self.srv = socket.socket(fam, socket.SOCK_STREAM)
+            self.srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self.srv.bind(("::" if v6 else "0.0.0.0", PORT))
+            self.srv.listen(1)
+            with netns(lab.ns("h1")):
+                self.cli = socket.socket(fam, socket.SOCK_STREAM)
+            self.cli.setsockopt(IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.cli.settimeout(10)
+            self.cli.connect((lab.ip("h2", v6), PORT))
+            self.conn, _ = self.srv.accept()
+            self.cli.sendall(b"a" * 1000)
+            got = 0
+            while got < 1000:
+                got += len(self.conn.recv(4096))
+            assert wait_for(lambda: ioctl_int(self.cli, SIOCOUTQ) == 0)
+            time.sleep(0.05)
+        finally:
+            pkts = cap.done()
+        self.cport = self.cli.getsockname()[1]
+        mine = [p for p in pkts if p["sport"] == PORT and p["dport"] == self.cport]
+        synack = [p for p in mine if p["flags"] & 0x12 == 0x12]
+        last = mine[-1]
+        self.seq = (last["seq"] + last["payload"]) & 0xffffffff
+        self.una = last["ack"]
+        self.win = last["win"]
+        self.ts = last["ts"]
+        self.wscale = synack[0]["wscale"] or 0
+        self.negotiated = bool(synack[0]["perm"])
+        sh("tc qdisc replace dev h2 root netem loss 100% limit 10000", ns=lab.sw)
+        self.closed, self.holed = False, True
+        self.cli.send(b"b" * OUTSTANDING)
+        assert wait_for(lambda: ioctl_int(self.cli, SIOCOUTQ) - ioctl_int(self.cli, SIOCOUTQNSD)
+                        == OUTSTANDING), "all of it in flight"
+        self.forger = Forger(lab.ns("h2"), lab.ip("h2", v6), v6)
+
+    def ack(self, opt=b"", win=None, counted=True):
+        """a duplicate ACK from h2 with the option bytes opt (after the
+        timestamps, if any) and the window field win; wait until h1 took it
+        (its count of options taken or ignored moved) if it is counted"""
+        before = ofo_info(self.cli)
+        opts = b""
+        if self.ts:
+            opts = bytes([1, 1, 8, 10]) + struct.pack("!II", *self.ts)
+        self.forger.send(self.lab.ip("h1", self.v6), PORT, self.cport, self.seq, self.una,
+                         0x10, self.win if win is None else win, opts + opt)
+        if opt and counted:
+            wait_for(lambda: ofo_info(self.cli)["rcvd"] + ofo_info(self.cli)["bad"]
+                     != before["rcvd"] + before["bad"], timeout=2)
+        else:
+            time.sleep(0.1)
+        return ofo_info(self.cli)
+
+    def restore(self):
+        if self.holed:
+            sh(f"tc qdisc replace dev h2 root netem {REORDER} limit 10000", ns=self.lab.sw)
+            self.holed = False
+
+    def finish(self):
+        """the path back as it was: h1's data gets through, a real new ACK"""
+        self.restore()
+        got = 0
+        self.conn.settimeout(15)
+        while got < OUTSTANDING:
+            got += len(self.conn.recv(65536))
+        ok = wait_for(lambda: ioctl_int(self.cli, SIOCOUTQ) == 0, timeout=10)
+        info = ofo_info(self.cli)
+        self.close()
+        return ok, info
+
+    def close(self):
+        if self.closed:
+            return
+        self.closed = True
+        self.forger.close()
+        self.restore()
+        for s in (self.cli, self.conn, self.srv):
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.close()
+
+
+@pytest.mark.parametrize("v6,ts", [pytest.param(False, 1, id="v4"), pytest.param(True, 1, id="v6"),
+                                   pytest.param(False, 0, id="v4-nots")])
+def test_forged_values_ignored_and_counted(lab, v6, ts):
+    """On a negotiated connection, byte counts that are not plausible
+    (not below what is outstanding, wrapping, beyond the receive window),
+    our ExID with a length we do not know and the offer on a non-SYN are
+    ignored and counted (TCPFastLaneOfoBadValue), the inflation left as
+    it was; plausible ones are taken; the inflation never exceeds the
+    receive window (a zero window clears it); a duplicate ACK without the
+    option keeps it, and the real new ACK without it ends it."""
+    configure(lab, ofo=(1, 1), ts=ts)
+    n0 = nstat(lab.ns("h1"))
+    b = Blackholed(lab, v6)
+    try:
+        assert b.negotiated and bool(b.ts) == bool(ts)
+        i = b.ack(ofo_opt(1000))
+        assert (i["rcvd"], i["bad"], i["infl"]) == (1, 0, 1000), i
+        # ss -ti shows it (INET_DIAG_FASTLANE_OFO)
+        fo = ss_ofo(lab, "h1", b.cport)
+        assert fo and (fo["ok"], fo["infl"], fo["infl_max"], fo["rcvd"], fo["bad"]) == \
+            (1, 1000, 1000, 1, 0), fo
+        bad = 0
+        for opt in (ofo_opt(OUTSTANDING),            # all of it: the hole is not held
+                    ofo_opt(OUTSTANDING + 1448),     # more than was sent
+                    ofo_opt(0xffffffff),             # "negative"
+                    ofo_opt(0x80000000),             # wraps the sequence space
+                    ofo_opt(length=12),              # a length we do not know
+                    ofo_opt(length=6),
+                    ofo_opt(length=4)):              # the offer, not on a SYN
+            i = b.ack(opt)
+            bad += 1
+            assert (i["rcvd"], i["bad"], i["infl"]) == (1, bad, 1000), (opt, i)
+        # a zero window: a count of 500 is beyond it, and the inflation
+        # is clamped to it
+        i = b.ack(ofo_opt(500), win=0)
+        bad += 1
+        assert (i["rcvd"], i["bad"], i["infl"]) == (1, bad, 0), i
+        # the window opens to one unit (1 << wscale bytes): a count one
+        # byte beyond it is ignored, one equal to it taken
+        w = 1 << b.wscale
+        assert w + 1 < OUTSTANDING
+        i = b.ack(ofo_opt(w + 1), win=1)
+        bad += 1
+        assert (i["rcvd"], i["bad"], i["infl"]) == (1, bad, 0), i
+        i = b.ack(ofo_opt(w), win=1)
+        assert (i["rcvd"], i["bad"], i["infl"]) == (2, bad, w), i
+        # a duplicate ACK without the option (stripped): max(inflation, 0)
+        i = b.ack(win=1)
+        assert (i["rcvd"], i["bad"], i["infl"]) == (2, bad, w), i
+        assert i["infl_max"] == 1000
+        ok, i = b.finish()
+    finally:
+        b.close()
+    assert ok, "the data got through once the path was back"
+    assert i["infl"] == 0, "a new ACK without the option: nothing held"
+    d = nstat_delta(nstat(lab.ns("h1")), n0)
+    assert d["TcpExtTCPFastLaneOfoBadValue"] == bad
+    assert d["TcpExtTCPFastLaneOfoRcvd"] >= 2
+    assert d["TcpExtTCPFastLaneOfoNotNegotiated"] == 0
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["v4", "v6"])
+def test_forged_value_not_negotiated(lab, v6):
+    """h2 did not offer the option: a byte count on an ACK is ignored
+    (no inflation) and counted (TCPFastLaneOfoNotNegotiated); with the
+    option off in h1's namespace too it is not even looked at"""
+    configure(lab, ofo=(1, 0))
+    n0 = nstat(lab.ns("h1"))
+    b = Blackholed(lab, v6)
+    try:
+        assert not b.negotiated
+        i = b.ack(ofo_opt(1000))
+        assert (i["flags"] & OFO_F_OK, i["rcvd"], i["bad"], i["infl"]) == (0, 0, 1, 0), i
+        i = b.ack(ofo_opt(length=4))
+        assert (i["rcvd"], i["bad"], i["infl"]) == (0, 2, 0), i
+        n1 = nstat(lab.ns("h1"))
+        d = nstat_delta(n1, n0)
+        assert d["TcpExtTCPFastLaneOfoNotNegotiated"] == 2
+        assert d["TcpExtTCPFastLaneOfoBadValue"] == 0 and d["TcpExtTCPFastLaneOfoRcvd"] == 0
+        # off in h1's namespace: stock, the option is an unknown one
+        with netns(lab.ns("h1")):
+            sysctl("net.ipv4.tcp_fastlane_ofo", 0)
+        b.ack(ofo_opt(1000), counted=False)
+        b.ack(ofo_opt(length=6), counted=False)
+        i = ofo_info(b.cli)
+        assert (i["rcvd"], i["bad"], i["infl"]) == (0, 2, 0), i
+        assert not any(nstat_delta(nstat(lab.ns("h1")), n1).values())
+        # a socket that neither negotiated it nor scatters, in a netns
+        # where it is off: no INET_DIAG_FASTLANE_OFO for ss
+        assert ss_ofo(lab, "h1", b.cport) is None
+    finally:
+        b.close()
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["v4", "v6"])
+def test_forged_value_on_syn(lab, v6):
+    """A SYN carrying a byte count (or our ExID with a length we do not
+    know) instead of the offer: counted (TCPFastLaneOfoBadValue), and the
+    SYN-ACK does not accept the option; a real offer on the same listener
+    is accepted"""
+    configure(lab, ofo=(1, 1))
+    fam = socket.AF_INET6 if v6 else socket.AF_INET
+    with netns(lab.ns("h2")):
+        srv = socket.socket(fam, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("::" if v6 else "0.0.0.0", PORT))
+    srv.listen(8)
+    n0 = nstat(lab.ns("h2"))
+    cap = Capture(lab.ns("h2"))
+    f = Forger(lab.ns("h1"), lab.ip("h1", v6), v6)
+    mss = bytes([2, 4, 0x05, 0xb4])
+    try:
+        for sport, opt in ((40001, ofo_opt(1000)), (40002, ofo_opt(length=12)),
+                           (40003, ofo_opt(length=4))):
+            f.send(lab.ip("h2", v6), sport, PORT, 1000, 0, 0x02, 65535, mss + opt)
+        time.sleep(0.3)
+    finally:
+        f.close()
+        pkts = cap.done()
+        srv.close()
+    d = nstat_delta(nstat(lab.ns("h2")), n0)
+    synack = {p["dport"]: p for p in pkts if p["sport"] == PORT and p["flags"] & 0x12 == 0x12}
+    assert set(synack) == {40001, 40002, 40003}, "the listener answered every SYN"
+    assert not synack[40001]["perm"] and not synack[40002]["perm"]
+    assert synack[40003]["perm"], "the offer alone is accepted"
+    assert d["TcpExtTCPFastLaneOfoBadValue"] == 2
+    assert d["TcpExtTCPFastLaneOfoNotNegotiated"] == 0
