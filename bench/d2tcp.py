@@ -587,8 +587,9 @@ def report(res, pngs, out):
             "guest's CPU sustains, so it is not a flagged cell)" if res.get("calibration_cpu_busy") is not None
             else "") + "; "
          f"the bottleneck is scaled to that. "
-         f"Bottleneck: HTB {res['rate_mbit']} Mbit/s with RED marking CE above K = {res['k_bytes']} B "
-         f"(min = K, max = K + 1 packet, probability 1), {res['queue_bytes']} B buffer. "
+         f"Bottleneck: HTB {res['rate_mbit']} Mbit/s with RED marking CE above K (min = K, max = K + 1 "
+         f"packet, probability 1); Fig. 6: K = {res['k_bytes']} B, {res['queue_bytes']} B buffer; Fig. 7: "
+         "see its section. "
          f"Both schemes in the same run, same topology, same seeds.", ""]
     cells = []
     if "fig6" in res:
@@ -680,7 +681,8 @@ def main():
     ap.add_argument("--reps", type=int, default=3, help="repetitions of fig6 per scheme")
     ap.add_argument("--rate-mbit", type=int, default=0,
                     help="bottleneck rate; 0 (default): measure the guest and scale to it")
-    ap.add_argument("--queries", type=int, default=60, help="queries per fan-in and scheme in fig7")
+    ap.add_argument("--queries", type=int, default=None,
+                    help="queries per fan-in and scheme in fig7 (default: 30 on the 'time' rig, 60 on 'bytes')")
     ap.add_argument("--fanins", type=lambda v: [int(x) for x in v.split(",")], default=None,
                     help="fig7's fan-ins, comma-separated (default %s)" % ",".join(map(str, FIG7_FANINS)))
     ap.add_argument("--fig7-rig", choices=FIG7_RIGS, default="time",
@@ -692,6 +694,8 @@ def main():
                     help="fig7: sample the bottleneck's queue and CE marks this often "
                     "(0: off; default: the time scale / 10 ms, at least 2)")
     a = ap.parse_args()
+    if a.queries is None:
+        a.queries = 30 if a.fig7_rig == "time" else 60
     (guest_main if a.guest else host_main)(a)
 
 
