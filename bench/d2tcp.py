@@ -49,19 +49,56 @@ FIG6_SIZES_MB = [150, 220, 350, 500]
 FIG6_DEADLINES_MS = [1000, 1500, 2500, 4000]
 FIG6_REF_GBIT = 2.7
 
-# Fig. 7: 10 Gbit/s testbed; sizes scaled by RATE / 10 Gbit/s * TIME_SCALE
-# and times (deadlines, background period) by TIME_SCALE.
-FIG7_TIME_SCALE = 5
+# Fig. 7: the paper's 10 Gbit/s testbed (Sec. 4.1.1, 4.1.3): responses of
+# 100-500 KB with deadlines of 5-25 ms, two background flows of 10 MB every
+# 80 ms, K = 65 packets, a 4 MB switch buffer; the base round trip is not
+# given, FIG7_PAPER_RTT_US is typical of a 10 Gbit/s rack (and within
+# DCTCP's K > C * RTT / 7 for K = 65).
+#
+# Rigs (--fig7-rig):
+#  "time" (default since 2026-11-24): the testbed slowed down, every
+#     time multiplied by TS = 10 Gbit/s / RATE (deadlines, background
+#     period, base RTT, added by netem on the root's port), every size in
+#     bytes and packets the paper's (responses, background, K, buffer).
+#     Window dynamics in packets and round trips are the paper's: at
+#     fan-in 40 the pipe plus K holds (BDP + K) / 40 = 3.7 packets per flow
+#     as on the testbed.
+#  "bytes" (until 2026-11-24): sizes scaled by RATE / 10 Gbit/s * 5,
+#     times by 5, K = 20 packets (DCTCP's 1 Gbit/s K), 1 MB buffer, no
+#     added delay.  Responses of 10-35 packets, a pipe of a few packets:
+#     (BDP + K) / 40 is about 0.5 packet per flow, below the minimum window
+#     of 2, so every flow sits at cwnd 2 with every packet marked (see
+#     docs/d2tcp.md, issue 22).
 FIG7_FANINS = [20, 40]
-FIG7_MIN_RESP = 10 * 1448     # bytes: no response within the initial window
+FIG7_REF_BIT = 10e9
+FIG7_PAPER_RTT_US = 100
+FIG7_PAPER_K_PKTS = 65
+FIG7_PAPER_QUEUE = 4_000_000
+FIG7_BYTES_TIME_SCALE = 5
+FIG7_MIN_RESP = 10 * 1448     # "bytes" rig: no response within the initial window
+FIG7_RIGS = ["time", "bytes"]
 
 
 def fig6_scale():
     return RATE_MBIT * 1e6 / (FIG6_REF_GBIT * 1e9)
 
 
-def fig7_scale():
-    return RATE_MBIT * 1e6 / 10e9 * FIG7_TIME_SCALE
+def fig7_params(rig):
+    """Fig. 7's workload and bottleneck on this rig (see FIG7_RIGS)"""
+    if rig == "time":
+        ts = FIG7_REF_BIT / (RATE_MBIT * 1e6)
+        return dict(rig=rig, scale=1.0, time_scale=ts, resp_bytes=(100_000, 500_000),
+                    deadline_us=(int(5000 * ts), int(25000 * ts)), bg_bytes=10_000_000,
+                    bg_every_us=int(80_000 * ts), k_bytes=FIG7_PAPER_K_PKTS * 1500,
+                    queue_bytes=FIG7_PAPER_QUEUE, base_rtt_us=int(FIG7_PAPER_RTT_US * ts))
+    s = RATE_MBIT * 1e6 / FIG7_REF_BIT * FIG7_BYTES_TIME_SCALE
+    ts = FIG7_BYTES_TIME_SCALE
+    # responses beyond the initial window (10 segments), or they finish
+    # in one round trip and no window, hence no deadline, matters
+    return dict(rig=rig, scale=s, time_scale=ts,
+                resp_bytes=(max(int(100e3 * s), FIG7_MIN_RESP), max(int(500e3 * s), 3 * FIG7_MIN_RESP)),
+                deadline_us=(5000 * ts, 25000 * ts), bg_bytes=int(10e6 * s), bg_every_us=80_000 * ts,
+                k_bytes=K_BYTES, queue_bytes=QUEUE_BYTES, base_rtt_us=0)
 
 
 # ---------------------------------------------------------------- guest side
@@ -105,17 +142,70 @@ def guest_fig6(reps):
     return dict(sizes=sizes, deadlines_ms=FIG6_DEADLINES_MS, runs=runs)
 
 
-def guest_fig7(queries):
-    from netlab import DLTRAFFIC, Lab, json_lines, monotonic_us
-    s = fig7_scale()
-    # responses beyond the initial window (10 segments), or they finish
-    # in one round trip and no window, hence no deadline, matters
-    resp = (max(int(100e3 * s), FIG7_MIN_RESP), max(int(500e3 * s), 3 * FIG7_MIN_RESP))
-    dl = (5000 * FIG7_TIME_SCALE, 25000 * FIG7_TIME_SCALE)
-    bg_bytes = int(10e6 * s)
-    bg_every = 80_000 * FIG7_TIME_SCALE
+def p_of(alpha, d):
+    """p = alpha^d (d in 1/1024; d < 0: DCTCP, p = alpha); alpha in 1/1024"""
+    if alpha is None or alpha < 0:
+        return None
+    a = min(alpha, 1024) / 1024
+    return a if d is None or d < 0 else a ** (d / 1024)
+
+
+def response_state(samples, flow=None):
+    """One response's congestion state from the leaf's samples (dltraffic
+    server --sample-ms): means over the samples with data in flight (all
+    of them when none has), the state it started with, and the extremes."""
+    fl = [x for x in samples if x["unacked"] > 0] or samples
+    n = len(fl)
+
+    def mean(k):
+        v = [x[k] for x in fl if x[k] is not None and x[k] >= 0]
+        return sum(v) / len(v) if v else None
+    ps = [p_of(x["alpha"], x["d"]) for x in fl]
+    ps = [v for v in ps if v is not None]
+    ds = [x["d"] for x in fl if x["d"] >= 0]
+    first = samples[0]
+    r = dict(resp=first["resp"], bytes=first["bytes"], deadline_us=first["deadline_us"], samples=n,
+             alpha0=first["alpha"], cwnd0=first["cwnd"], srtt0_us=first["srtt_us"],
+             alpha_mean=mean("alpha"), alpha_max=max((x["alpha"] for x in fl), default=None),
+             d_mean=mean("d"), d_min=min(ds) if ds else None, d_max=max(ds) if ds else None,
+             d_cap_frac=sum(1 for v in ds if v >= 2048) / len(ds) if ds else None,
+             p_mean=sum(ps) / len(ps) if ps else None,
+             cwnd_mean=mean("cwnd"), cwnd_min=min(x["cwnd"] for x in fl),
+             srtt_mean_us=mean("srtt_us"), srtt_max_us=max(x["srtt_us"] for x in fl),
+             retrans=samples[-1]["retrans"] - first["retrans"])
+    if flow:
+        r.update(met=flow["met"], fct_us=flow["fct_us"])
+    return r
+
+
+def ccstate_of(leaf_logs, flows):
+    """per-response states of a fan-in cell: leaf_logs[i] the JSON lines of
+    leaf i's server, flows the root's records (id q<Q>-l<I>)"""
+    from netlab import json_lines
+    byid = {f["id"]: f for f in flows}
+    out = []
+    for i, text in enumerate(leaf_logs):
+        per = {}
+        for x in json_lines(text):
+            if x.get("type") == "rsample":
+                per.setdefault(x["resp"], []).append(x)
+        for q, ss in sorted(per.items()):
+            r = response_state(ss, byid.get(f"q{q}-l{i}"))
+            r["leaf"] = i
+            out.append(r)
+    return out
+
+
+def guest_fig7(queries, fanins=None, cc_sample_ms=0, q_sample_ms=0, rig="time"):
+    from fabric import ns_exec
+    from netlab import DLTRAFFIC, Lab, json_lines, monotonic_us, tc
+    P = fig7_params(rig)
+    # about 1/5 of the paper's 100 us round trip (0.1 for the queue), scaled
+    cc_sample_ms = max(2, int(P["time_scale"] / 5)) if cc_sample_ms is None else cc_sample_ms
+    q_sample_ms = max(2, int(P["time_scale"] / 10)) if q_sample_ms is None else q_sample_ms
+    resp, dl, bg_bytes, bg_every = P["resp_bytes"], P["deadline_us"], P["bg_bytes"], P["bg_every_us"]
     runs = []
-    for fanin in FIG7_FANINS:
+    for fanin in fanins or FIG7_FANINS:
         # about 10% utilisation, as in the paper: a query's responses take
         # fanin * mean(resp) / RATE; queries come 10 times that apart.
         burst_us = fanin * (sum(resp) / 2) * 8 / RATE_MBIT
@@ -124,10 +214,28 @@ def guest_fig7(queries):
             leaves = [f"l{i}" for i in range(fanin)]
             lab = Lab(["root", "bg1", "bg2"] + leaves, prefix="f")
             try:
-                lab.bottleneck("root", RATE_MBIT, K_BYTES, QUEUE_BYTES)
-                for leaf in leaves:
-                    lab.spawn(leaf, [DLTRAFFIC, "server", "-p", "5001", "--cc", cc])
+                lab.bottleneck("root", RATE_MBIT, P["k_bytes"], P["queue_bytes"])
+                if P["base_rtt_us"]:
+                    # the base round trip, on the root's way out (ACKs,
+                    # queries), away from the marking queue
+                    tc(f"qdisc add dev eth0 root netem delay {P['base_rtt_us']}us limit 100000",
+                       ns=lab.ns("root"))
+                logs, servers = [], []
+                for j, leaf in enumerate(leaves):
+                    args = [DLTRAFFIC, "server", "-p", "5001", "--cc", cc]
+                    if cc_sample_ms:
+                        # each leaf samples the socket of every response it sends
+                        logs.append(f"/tmp/d2tcp-leaf{j}.jsonl")
+                        args += ["--sample-ms", str(cc_sample_ms)]
+                        servers.append(lab.spawn(leaf, args, stdout=open(logs[-1], "w")))
+                    else:
+                        lab.spawn(leaf, args)
                 lab.server("root", 5002, cc=cc)
+                qs = None
+                if q_sample_ms:
+                    qfile = "/tmp/d2tcp-queue.json"
+                    qs = subprocess.Popen(ns_exec(lab.sw) + [sys.executable, os.path.join(ROOT, "bench", "qsample.py"),
+                                                            "root", "red", str(q_sample_ms), qfile])
                 time.sleep(0.5)
                 start = monotonic_us() + 1_000_000
                 duration = queries * interval
@@ -155,14 +263,33 @@ def guest_fig7(queries):
                 q = lab.qdisc_stats("root")
                 flows = [r for r in recs if r["type"] == "flow"]
                 missed = sum(1 for r in flows if r["met"] is False)
-                runs.append(dict(cc=cc, fanin=fanin, interval_us=interval, flows=flows,
-                                 queries=[r for r in recs if r["type"] == "query"], background=bg, qdisc=q,
-                                 cpu_busy=busy))
+                run = dict(cc=cc, fanin=fanin, interval_us=interval, flows=flows,
+                           queries=[r for r in recs if r["type"] == "query"], background=bg, qdisc=q,
+                           cpu_busy=busy)
+                if qs:
+                    qs.terminate()
+                    qs.wait(timeout=60)
+                    with open(qfile) as f:
+                        run["queue"] = json.load(f)
+                    run["queue"]["period_ms"] = q_sample_ms
+                if servers:
+                    for p in servers:
+                        p.terminate()
+                    for p in servers:
+                        p.wait(timeout=30)
+                    texts = []
+                    for path in logs:
+                        with open(path) as f:
+                            texts.append(f.read())
+                        os.unlink(path)
+                    run["ccstate"] = ccstate_of(texts, flows)
+                    run["cc_sample_ms"] = cc_sample_ms
+                runs.append(run)
                 print(f"fig7 fan-in {fanin} {cc}: {missed}/{len(flows)} responses missed; "
                       f"virtual CPU {busy_pct(busy)} busy", flush=True)
             finally:
                 lab.close()
-    return dict(resp_bytes=resp, deadline_us=dl, bg_bytes=bg_bytes, bg_every_us=bg_every, runs=runs)
+    return dict(P, runs=runs)
 
 
 def calibrate():
@@ -197,17 +324,88 @@ def guest_main(a):
     print(f"calibration: one unshaped flow {sustained:.1f} Mbit/s; bottleneck {RATE_MBIT} Mbit/s",
           flush=True)
     raw = dict(kernel=os.uname().release, rate_mbit=RATE_MBIT, sustained_mbit=sustained, k_bytes=K_BYTES, queue_bytes=QUEUE_BYTES,
-               fig6_scale=fig6_scale(), fig7_scale=fig7_scale(), fig7_time_scale=FIG7_TIME_SCALE,
+               fig6_scale=fig6_scale(),
                calibration_cpu_busy=cal_busy)
     if a.only in (None, "fig6"):
         raw["fig6"] = guest_fig6(a.reps)
     if a.only in (None, "fig7"):
-        raw["fig7"] = guest_fig7(a.queries)
+        raw["fig7"] = guest_fig7(a.queries, a.fanins, a.cc_sample_ms, a.q_sample_ms, a.fig7_rig)
     with open(os.path.join(out, "raw.json"), "w") as f:
         json.dump(raw, f)
 
 
 # ----------------------------------------------------------------- host side
+
+def _pcts(v, ps=(10, 50, 90)):
+    v = sorted(x for x in v if x is not None)
+    return {f"p{p}": percentile(v, p) for p in ps} if v else None
+
+
+def ccstate_summary(states, dl):
+    """alpha, d, p = alpha^d and cwnd of the responses (means over each
+    response's samples in flight), split by deadline: near = the lowest
+    third of the deadline range, far = the highest third"""
+    lo, hi = dl
+    third = (hi - lo) / 3
+    classes = dict(near=lambda r: r["deadline_us"] <= lo + third,
+                   mid=lambda r: lo + third < r["deadline_us"] < hi - third,
+                   far=lambda r: r["deadline_us"] >= hi - third,
+                   all=lambda r: True)
+    out = {}
+    for name, f in classes.items():
+        rs = [r for r in states if f(r)]
+        if not rs:
+            continue
+        met = [r for r in rs if r.get("met") is not None]
+        out[name] = dict(
+            responses=len(rs),
+            missed_fraction=sum(1 for r in met if r["met"] is False) / len(met) if met else None,
+            alpha=_pcts(r["alpha_mean"] / 1024 if r["alpha_mean"] is not None else None for r in rs),
+            alpha_at_start=_pcts(r["alpha0"] / 1024 if r["alpha0"] is not None and r["alpha0"] >= 0 else None
+                                 for r in rs),
+            d=_pcts(r["d_mean"] / 1024 if r["d_mean"] is not None else None for r in rs),
+            d_at_cap_fraction=(lambda v: sum(v) / len(v) if v else None)(
+                [r["d_cap_frac"] for r in rs if r["d_cap_frac"] is not None]),
+            p=_pcts(r["p_mean"] for r in rs),
+            cwnd=_pcts(r["cwnd_mean"] for r in rs),
+            cwnd_at_start=_pcts(r["cwnd0"] for r in rs),
+            srtt_ms=_pcts(r["srtt_mean_us"] / 1000 if r["srtt_mean_us"] is not None else None for r in rs),
+            windows=_pcts(r["fct_us"] / r["srtt_mean_us"] if r.get("fct_us") and r["srtt_mean_us"] else None
+                          for r in rs),
+            samples_per_response=_pcts(r["samples"] for r in rs))
+    return out
+
+
+def queue_summary(queue, queries, flows, k_bytes):
+    """the bottleneck's queue while a query's responses are in flight
+    (from the query's start to its last response) and CE marks per packet
+    over those intervals"""
+    f = queue["fields"]
+    ti, bi, pi, mi = f.index("t_us"), f.index("backlog"), f.index("packets"), f.index("marked")
+    s = queue["samples"]
+    ends = {}
+    for fl in flows:
+        ends[fl["query"]] = max(ends.get(fl["query"], 0), fl["end_us"])
+    spans = sorted((q["start_us"], ends.get(q["query"], q["start_us"])) for q in queries)
+    inb, j = [], 0
+    for x in s:
+        while j < len(spans) and spans[j][1] < x[ti]:
+            j += 1
+        inb.append(j < len(spans) and spans[j][0] <= x[ti] <= spans[j][1])
+    burst = [x for x, b in zip(s, inb) if b]
+    pk = mk = 0
+    for a, b, ia, ib in zip(s, s[1:], inb, inb[1:]):
+        if ia and ib:
+            pk += b[pi] - a[pi]
+            mk += b[mi] - a[mi]
+    bl = [x[bi] for x in burst]
+    return dict(samples=len(s), burst_samples=len(burst), period_ms=queue.get("period_ms"),
+                backlog_kb_in_bursts=_pcts([v / 1000 for v in bl], (10, 50, 90, 99)),
+                backlog_kb_max=max(bl) / 1000 if bl else None,
+                above_k_fraction_in_bursts=sum(1 for v in bl if v > k_bytes) / len(bl) if bl else None,
+                marked_per_packet_in_bursts=mk / pk if pk else None,
+                packets_in_bursts=pk)
+
 
 def analyse(raw):
     res = dict(kernel=raw["kernel"], rate_mbit=raw["rate_mbit"], sustained_mbit=raw.get("sustained_mbit"),
@@ -240,16 +438,29 @@ def analyse(raw):
             bg = run["background"]
             bg_mbit = [r["bytes"] * 8 / r["fct_us"] for r in bg if r["fct_us"] > 0]
             fcts = sorted(r["fct_us"] for r in flows)
-            rows.append(dict(cc=run["cc"], fanin=run["fanin"], cpu_busy=run.get("cpu_busy"),
-                             responses=len(flows), missed=missed,
-                             missed_fraction=missed / max(1, len(flows)),
-                             fct_p50_ms=percentile(fcts, 50) / 1000 if fcts else None,
-                             fct_p99_ms=percentile(fcts, 99) / 1000 if fcts else None,
-                             background_flows=len(bg),
-                             background_mbit_mean=sum(bg_mbit) / len(bg_mbit) if bg_mbit else None))
-        res["fig7"] = dict(scale=raw["fig7_scale"], time_scale=raw["fig7_time_scale"],
+            red = [q for q in run["qdisc"] if q.get("kind") == "red"]
+            row = dict(cc=run["cc"], fanin=run["fanin"], cpu_busy=run.get("cpu_busy"),
+                       responses=len(flows), missed=missed,
+                       missed_fraction=missed / max(1, len(flows)),
+                       fct_p50_ms=percentile(fcts, 50) / 1000 if fcts else None,
+                       fct_p99_ms=percentile(fcts, 99) / 1000 if fcts else None,
+                       background_flows=len(bg),
+                       background_mbit_mean=sum(bg_mbit) / len(bg_mbit) if bg_mbit else None,
+                       marked_per_packet=(red[0].get("marked", 0) / red[0]["packets"]
+                                          if red and red[0].get("packets") else None),
+                       drops=sum(q.get("drops", 0) for q in red))
+            if run.get("ccstate"):
+                row["ccstate"] = ccstate_summary(run["ccstate"], f7["deadline_us"])
+            if run.get("queue"):
+                row["queue"] = queue_summary(run["queue"], run["queries"], flows, f7.get("k_bytes", raw["k_bytes"]))
+            rows.append(row)
+        res["fig7"] = dict(rig=f7.get("rig", "bytes"), scale=f7.get("scale", raw.get("fig7_scale")),
+                           time_scale=f7.get("time_scale", raw.get("fig7_time_scale")),
                            resp_bytes=f7["resp_bytes"], deadline_us=f7["deadline_us"],
-                           bg_bytes=f7["bg_bytes"], bg_every_us=f7["bg_every_us"], rows=rows)
+                           bg_bytes=f7["bg_bytes"], bg_every_us=f7["bg_every_us"],
+                           k_bytes=f7.get("k_bytes", raw["k_bytes"]),
+                           queue_bytes=f7.get("queue_bytes", raw["queue_bytes"]),
+                           base_rtt_us=f7.get("base_rtt_us", 0), rows=rows)
     return res
 
 
@@ -305,6 +516,69 @@ def plots(raw, res, out):
     return pngs
 
 
+def _fmt(d, k="p50", scale=1, f="{:.2f}"):
+    if not d or d.get(k) is None:
+        return "-"
+    return f.format(d[k] * scale)
+
+
+def _rng(d, f="{:.2f}"):
+    if not d:
+        return "-"
+    return f"{f.format(d['p50'])} ({f.format(d['p10'])}-{f.format(d['p90'])})"
+
+
+def ccstate_report(f7, k_bytes):
+    rows = [r for r in f7["rows"] if r.get("ccstate")]
+    if not rows:
+        return []
+    lo, hi = f7["deadline_us"]
+    third = (hi - lo) / 3
+    L = ["### Congestion state of the responses", "",
+         "Each leaf sampled the socket sending each response (`dltraffic server --sample-ms`: "
+         "`TCP_INFO` and `TCP_CC_INFO`, which for D2TCP holds d, the time and the bytes left). Per "
+         "response, the mean over its samples with data in flight; the table gives the median and "
+         "(10th-90th percentile) over the responses. p = alpha^d (DCTCP: p = alpha). Near: deadline "
+         f"<= {(lo + third) / 1e3:.0f} ms, far: >= {(hi - third) / 1e3:.0f} ms. windows: FCT / mean srtt.", "",
+         "| fan-in | scheme | deadlines | responses | missed | alpha | alpha at start | d | time at d = n "
+         "| p | cwnd (pkts) | cwnd at start | srtt (ms) | windows |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: (r["fanin"], r["cc"])):
+        for cls in ("near", "mid", "far", "all"):
+            c = r["ccstate"].get(cls)
+            if not c:
+                continue
+            L.append(f"| {r['fanin']} | {r['cc']} | {cls} | {c['responses']} | "
+                     + (f"{c['missed_fraction']:.1%}" if c["missed_fraction"] is not None else "-") + " | "
+                     f"{_rng(c['alpha'])} | {_rng(c['alpha_at_start'])} | {_rng(c['d'])} | "
+                     + (f"{c['d_at_cap_fraction']:.0%}" if c["d_at_cap_fraction"] is not None else "-") + " | "
+                     f"{_rng(c['p'])} | {_rng(c['cwnd'], '{:.1f}')} | {_rng(c['cwnd_at_start'], '{:.0f}')} | "
+                     f"{_rng(c['srtt_ms'], '{:.1f}')} | {_rng(c['windows'], '{:.1f}')} |")
+    L.append("")
+    qrows = [r for r in f7["rows"] if r.get("queue")]
+    if qrows:
+        L += [f"The bottleneck's queue (RED's backlog, sampled every {qrows[0]['queue']['period_ms']} ms over "
+              "netlink) while a query's responses are in flight, and CE marks per packet then and over "
+              f"the whole cell; K = {k_bytes / 1e3:.0f} KB.", "",
+              "| fan-in | scheme | backlog KB p10 / p50 / p90 / p99 | max | time above K "
+              "| marked per packet (bursts) | marked per packet (cell) | drops |",
+              "|---|---|---|---|---|---|---|---|"]
+        for r in sorted(qrows, key=lambda r: (r["fanin"], r["cc"])):
+            q = r["queue"]
+            b = q["backlog_kb_in_bursts"] or {}
+            L.append(f"| {r['fanin']} | {r['cc']} | "
+                     + " / ".join(f"{b.get(k, 0):.0f}" for k in ("p10", "p50", "p90", "p99"))
+                     + f" | {q['backlog_kb_max'] or 0:.0f} | "
+                     + (f"{q['above_k_fraction_in_bursts']:.0%}" if q["above_k_fraction_in_bursts"] is not None
+                        else "-") + " | "
+                     + (f"{q['marked_per_packet_in_bursts']:.2f}" if q["marked_per_packet_in_bursts"] is not None
+                        else "-") + " | "
+                     + (f"{r['marked_per_packet']:.2f}" if r.get("marked_per_packet") is not None else "-")
+                     + f" | {r.get('drops', 0)} |")
+        L.append("")
+    return L
+
+
 def report(res, pngs, out):
     L = ["# D2TCP against DCTCP", "",
          f"Kernel `{res['kernel']}` under virtme-ng, 2 vCPUs. One unshaped cubic flow "
@@ -313,8 +587,9 @@ def report(res, pngs, out):
             "guest's CPU sustains, so it is not a flagged cell)" if res.get("calibration_cpu_busy") is not None
             else "") + "; "
          f"the bottleneck is scaled to that. "
-         f"Bottleneck: HTB {res['rate_mbit']} Mbit/s with RED marking CE above K = {res['k_bytes']} B "
-         f"(min = K, max = K + 1 packet, probability 1), {res['queue_bytes']} B buffer. "
+         f"Bottleneck: HTB {res['rate_mbit']} Mbit/s with RED marking CE above K (min = K, max = K + 1 "
+         f"packet, probability 1); Fig. 6: K = {res['k_bytes']} B, {res['queue_bytes']} B buffer; Fig. 7: "
+         "see its section. "
          f"Both schemes in the same run, same topology, same seeds.", ""]
     cells = []
     if "fig6" in res:
@@ -353,7 +628,11 @@ def report(res, pngs, out):
               f"{f7['deadline_us'][1] / 1e3:.0f} ms (uniform), two background flows of "
               f"{f7['bg_bytes'] / 1e6:.1f} MB every {f7['bg_every_us'] / 1e3:.0f} ms. Paper values "
               f"(100-500 KB, 5-25 ms, 10 MB / 80 ms at 10 Gbit/s) with sizes scaled by {f7['scale']:.3f} "
-              f"and times by {f7['time_scale']}.", "",
+              f"and times by {f7['time_scale']:g} (rig \"{f7['rig']}\"). Bottleneck: RED marking above "
+              f"K = {f7['k_bytes']} B ({f7['k_bytes'] / 1500:.0f} packets), {f7['queue_bytes']} B buffer"
+              + (f"; {f7['base_rtt_us'] / 1e3:g} ms added to the base round trip (netem on the root's port: the "
+                 f"paper's {FIG7_PAPER_RTT_US} us times {f7['time_scale']:g})" if f7["base_rtt_us"] else
+                 "; no delay added") + ".", "",
               "| fan-in | scheme | responses | missed | missed fraction | FCT p50 (ms) | FCT p99 (ms) "
               "| background Mbit/s | virtual CPU busy |",
               "|---|---|---|---|---|---|---|---|---|"]
@@ -364,6 +643,7 @@ def report(res, pngs, out):
         if "fig7-fanin.png" in pngs:
             L += ["", "![fan-in](fig7-fanin.png)"]
         L.append("")
+        L += ccstate_report(f7, f7["k_bytes"])
     L += ["Raw records: `raw.json`; summary: `results.json`. Rerun with `make bench-d2tcp`."]
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(L) + "\n")
@@ -380,6 +660,12 @@ def host_main(a):
            "--reps", str(a.reps), "--queries", str(a.queries), "--rate-mbit", str(a.rate_mbit)]
     if a.only:
         cmd += ["--only", a.only]
+    if a.fanins:
+        cmd += ["--fanins", ",".join(map(str, a.fanins))]
+    cmd += ["--fig7-rig", a.fig7_rig]
+    for opt, v in (("--cc-sample-ms", a.cc_sample_ms), ("--q-sample-ms", a.q_sample_ms)):
+        if v is not None:
+            cmd += [opt, str(v)]
 
     def render(raw, res, out):
         report(res, plots(raw, res, out), out)
@@ -395,8 +681,21 @@ def main():
     ap.add_argument("--reps", type=int, default=3, help="repetitions of fig6 per scheme")
     ap.add_argument("--rate-mbit", type=int, default=0,
                     help="bottleneck rate; 0 (default): measure the guest and scale to it")
-    ap.add_argument("--queries", type=int, default=60, help="queries per fan-in and scheme in fig7")
+    ap.add_argument("--queries", type=int, default=None,
+                    help="queries per fan-in and scheme in fig7 (default: 30 on the 'time' rig, 60 on 'bytes')")
+    ap.add_argument("--fanins", type=lambda v: [int(x) for x in v.split(",")], default=None,
+                    help="fig7's fan-ins, comma-separated (default %s)" % ",".join(map(str, FIG7_FANINS)))
+    ap.add_argument("--fig7-rig", choices=FIG7_RIGS, default="time",
+                    help="how fig7 scales the paper's testbed to the bottleneck (see FIG7_RIGS)")
+    ap.add_argument("--cc-sample-ms", type=int, default=None,
+                    help="fig7: each leaf samples alpha, d, cwnd, srtt of every response this often "
+                    "(0: off; default: the time scale / 5 ms, at least 2)")
+    ap.add_argument("--q-sample-ms", type=int, default=None,
+                    help="fig7: sample the bottleneck's queue and CE marks this often "
+                    "(0: off; default: the time scale / 10 ms, at least 2)")
     a = ap.parse_args()
+    if a.queries is None:
+        a.queries = 30 if a.fig7_rig == "time" else 60
     (guest_main if a.guest else host_main)(a)
 
 

@@ -62,6 +62,17 @@ struct tcp_deadline {
 #define TCP_DEADLINE_F_EXPIRED	(1 << 1)
 #endif
 
+/* D2TCP's TCP_CC_INFO: DCTCP's struct, then the deadline state (the
+ * patched linux/inet_diag.h has it as struct tcp_d2tcp_info)
+ */
+struct dlt_d2tcp_info {
+	struct tcp_dctcp_info	dctcp;
+	__u32	d2tcp_d;		/* deadline imminence d, 1024 = 1.0 */
+	__u32	d2tcp_flags;		/* TCP_DEADLINE_F_* */
+	__u64	d2tcp_time_left_us;
+	__u64	d2tcp_bytes_left;
+};
+
 #define DLT_MAGIC	0x444c5446u
 #define DLT_OP_UPLOAD	1
 #define DLT_OP_RR	2
@@ -522,15 +533,88 @@ static int tcp_connect(const struct target *t, const char *cc)
 
 struct conn {
 	int fd;
+	u64 sample_us;				/* --sample-ms, 0: off */
 	char peer[INET6_ADDRSTRLEN + 16];	/* "[addr]:port" */
 };
+
+/*
+ * --sample-ms: the congestion state of the socket sending one response,
+ * every period from right after TCP_DEADLINE is set until the response is
+ * all acknowledged (or 60 s): cwnd, srtt, packets in flight and, under
+ * DCTCP/D2TCP, alpha; under D2TCP also d, the deadline flags, the time
+ * left and the bytes left.  "resp" counts the responses on the connection
+ * from 0 (the fanin root's query number).
+ */
+struct rsampler {
+	int fd;
+	u64 resp, bytes, deadline_us, period_us, start_us;
+	bool dctcp, d2tcp;			/* TCP_CC_INFO is DCTCP's (D2TCP's) */
+	atomic_bool sent;			/* the last byte is written */
+	pthread_t th;
+};
+
+/* One sample; returns true once the response is all acknowledged */
+static bool rsample(struct rsampler *s)
+{
+	struct tcp_info ti;
+	union {
+		union tcp_cc_info u;
+		struct dlt_d2tcp_info d2;
+	} ci;
+	socklen_t len = sizeof(ti), clen = sizeof(ci);
+	int alpha = -1, d = -1, flags = -1;
+	unsigned long long tleft = 0, bleft = 0;
+	bool sent = atomic_load(&s->sent);
+
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(s->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
+		return true;
+	memset(&ci, 0, sizeof(ci));
+	if ((s->dctcp || s->d2tcp) &&
+	    !getsockopt(s->fd, IPPROTO_TCP, TCP_CC_INFO, &ci, &clen)) {
+		if (clen >= sizeof(ci.u.dctcp) && ci.u.dctcp.dctcp_enabled)
+			alpha = ci.u.dctcp.dctcp_alpha;
+		if (s->d2tcp && clen >= sizeof(ci.d2)) {
+			d = ci.d2.d2tcp_d;
+			flags = ci.d2.d2tcp_flags;
+			tleft = ci.d2.d2tcp_time_left_us;
+			bleft = ci.d2.d2tcp_bytes_left;
+		}
+	}
+	emit("{\"type\":\"rsample\",\"resp\":%" PRIu64 ",\"bytes\":%" PRIu64
+	     ",\"deadline_us\":%" PRIu64 ",\"t_us\":%" PRIu64 ",\"cwnd\":%u"
+	     ",\"srtt_us\":%u,\"unacked\":%u,\"notsent\":%u,\"sent\":%d"
+	     ",\"alpha\":%d,\"d\":%d,\"flags\":%d,\"time_left_us\":%llu"
+	     ",\"bytes_left\":%llu,\"retrans\":%u}", s->resp, s->bytes,
+	     s->deadline_us, now_us() - s->start_us, ti.tcpi_snd_cwnd,
+	     ti.tcpi_rtt, ti.tcpi_unacked, ti.tcpi_notsent_bytes, sent,
+	     alpha, d, flags, tleft, bleft, ti.tcpi_total_retrans);
+	return sent && !ti.tcpi_unacked && !ti.tcpi_notsent_bytes;
+}
+
+static void *rsampler_thread(void *arg)
+{
+	struct rsampler *s = arg;
+	u64 next = s->start_us;
+
+	do {
+		next += s->period_us;
+		if (now_us() >= next)	/* fell behind: skip, not burst */
+			next = now_us() + s->period_us;
+		sleep_until_us(next);
+	} while (!rsample(s) && now_us() - s->start_us < 60000000);
+	return NULL;
+}
 
 static void *conn_thread(void *arg)
 {
 	struct conn *c = arg;
 	unsigned char h[DLT_HDR_LEN], done[DLT_DONE_LEN];
-	bool dl_set = false;
+	bool dl_set = false, smp;
 	char *buf = malloc(BUF_SIZE);
+	struct rsampler rs;
+	u64 nresp = 0;
+	char ccname[16];
 	struct req r;
 	ssize_t n;
 	int err;
@@ -590,7 +674,29 @@ static void *conn_thread(void *arg)
 			set_deadline(c->fd, 0, 0);	/* clear the old one */
 			dl_set = false;
 		}
-		if (send_msg(c->fd, NULL, 0, r.resp_bytes) < 0) {
+		smp = false;
+		if (c->sample_us && r.resp_bytes) {
+			memset(&rs, 0, sizeof(rs));
+			rs.fd = c->fd;
+			rs.resp = nresp;
+			rs.bytes = r.resp_bytes;
+			rs.deadline_us = r.resp_deadline_us;
+			rs.period_us = c->sample_us;
+			rs.start_us = now_us();
+			get_cc(c->fd, ccname, sizeof(ccname));
+			rs.dctcp = !strcmp(ccname, "dctcp");
+			rs.d2tcp = !strcmp(ccname, "d2tcp");
+			atomic_init(&rs.sent, false);
+			rsample(&rs);		/* before the first byte */
+			smp = !pthread_create(&rs.th, NULL, rsampler_thread, &rs);
+		}
+		nresp++;
+		err = send_msg(c->fd, NULL, 0, r.resp_bytes);
+		if (smp) {
+			atomic_store(&rs.sent, true);
+			pthread_join(rs.th, NULL);
+		}
+		if (err < 0) {
 			warnmsg("%s: write: %s", c->peer, strerror(errno));
 			break;
 		}
@@ -605,6 +711,7 @@ out:
 struct server {
 	int lfd;
 	const char *cc;
+	u64 sample_us;
 };
 
 static void *accept_thread(void *arg)
@@ -640,6 +747,7 @@ static void *accept_thread(void *arg)
 			continue;
 		}
 		c->fd = fd;
+		c->sample_us = s->sample_us;
 		if (getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host),
 				port, sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV))
 			snprintf(c->peer, sizeof(c->peer), "?");
@@ -663,7 +771,7 @@ static void *accept_thread(void *arg)
 
 static int run_server(const struct cfg *cfg)
 {
-	struct server s = { .cc = cfg->cc };
+	struct server s = { .cc = cfg->cc, .sample_us = cfg->sample_ms * 1000 };
 	struct target t;
 	sigset_t set;
 	pthread_t th;
@@ -1296,7 +1404,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage:\n"
-"  %1$s server [-p PORT] [-B ADDR] [-6] [--cc NAME]\n"
+"  %1$s server [-p PORT] [-B ADDR] [-6] [--cc NAME] [--sample-ms MS]\n"
 "  %1$s flow   -c HOST [-p PORT] [-6] --bytes N [--deadline-us D] [--cc NAME]\n"
 "                 [--id ID] [--sample-ms MS] [--start-at-us T]\n"
 "  %1$s fanin  --leaves H1:P1,H2:P2,... [-p PORT] [-6] --queries Q\n"
@@ -1404,6 +1512,7 @@ enum {
 static const struct option server_opts[] = {
 	OPT_COMMON,
 	{ "bind", required_argument, NULL, 'B' },
+	{ "sample-ms", required_argument, NULL, O_SAMPLE },
 	{ NULL, 0, NULL, 0 }
 };
 

@@ -61,6 +61,47 @@ def test_fanin_one_record_per_leaf_and_query(server):
     assert all(10_000 <= f["bytes"] <= 20_000 for f in flows)
 
 
+def test_server_samples_each_response_until_acknowledged(tmp_path):
+    """server --sample-ms: per response, samples of the sending socket from
+    before the first byte until all are acknowledged, numbered per
+    connection (the fanin root's query number)"""
+    port = free_port()
+    log = tmp_path / "server.jsonl"
+    with open(log, "w") as out:
+        p = subprocess.Popen([TOOL, "server", "-B", "127.0.0.1", "-p", str(port), "--sample-ms", "1"],
+                             stdout=out, stderr=subprocess.PIPE)
+        try:
+            for _ in range(100):
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                    break
+                except OSError:
+                    time.sleep(0.02)
+            r = subprocess.run([TOOL, "fanin", "--leaves", f"127.0.0.1:{port}", "--queries", "3",
+                                "--resp-bytes", "2M", "--seed", "1"], capture_output=True, text=True,
+                               timeout=30)
+            assert r.returncode == 0, r.stderr
+            # the root has the last response; the leaf's sampler sees its
+            # last ACK a moment later
+            for _ in range(200):
+                if '"resp":2,' in log.read_text() and '"sent":1,' in log.read_text().splitlines()[-1]:
+                    break
+                time.sleep(0.01)
+        finally:
+            p.terminate()
+            assert p.wait(timeout=5) == 0
+    s = [x for x in lines(log.read_text()) if x["type"] == "rsample"]
+    assert sorted({x["resp"] for x in s}) == [0, 1, 2]
+    for resp in range(3):
+        mine = [x for x in s if x["resp"] == resp]
+        assert mine[0]["sent"] == 0 and mine[0]["bytes"] == 2_000_000
+        assert mine[-1]["sent"] == 1 and mine[-1]["unacked"] == 0 and mine[-1]["notsent"] == 0
+        assert all(x["cwnd"] > 0 for x in mine)
+        assert [x["t_us"] for x in mine] == sorted(x["t_us"] for x in mine)
+        # the host's congestion control is not DCTCP/D2TCP
+        assert all(x["alpha"] == -1 and x["d"] == -1 for x in mine)
+
+
 def test_bad_arguments_exit_2():
     r = subprocess.run([TOOL, "flow", "--bytes", "zz"], capture_output=True, text=True)
     assert r.returncode == 2
