@@ -16,7 +16,9 @@ named X (leaf l1's ports: h1..h4 and s1..s4), a host's uplink is eth0.
 Every switch egress port is a switch port queue: HTB at the link rate with
 a byte-limited FIFO of buffer_bytes (RED marking CE above ecn_k_bytes when
 set; netem when delay_us is set, whose limit is the buffer in MTU
-packets).  Host NICs are HTB at the link rate over a 1000-packet FIFO.
+packets plus the packets in its delay line).  Host NICs are HTB at the
+link rate over a 1000-packet FIFO, or over netem when host_delay_us is
+set (the hosts' latency; limit 1000 packets plus the delay line).
 Hosts segment at their NIC (TSO/GSO off on eth0, so the fabric carries
 MTU packets), switch ports do no GRO, receiving hosts do (GRO on eth0):
 see the GSO trap in ENVIRONMENT.md.
@@ -138,6 +140,7 @@ class Topology:
     link_mbit: float = 10.0         # every link (host and fabric)
     fabric_mbit: float = 0.0        # leaf-spine links (0: link_mbit)
     delay_us: int = 0               # one-way, per switch egress port
+    host_delay_us: int = 0          # one-way, per host NIC (the hosts' own latency)
     buffer_bytes: int = 131072      # per switch egress port
     ecn_k_bytes: int = 0            # CE marking threshold (0: none)
     fastlane: bool = False          # FastLane ports (sch_fastlane): drop notifications
@@ -154,6 +157,8 @@ class Topology:
             raise ValueError("ecn_k_bytes and delay_us cannot be combined on one port")
         if self.fastlane and self.delay_us:
             raise ValueError("fastlane and delay_us cannot be combined on one port")
+        if self.delay_us < 0 or self.host_delay_us < 0:
+            raise ValueError("delay_us and host_delay_us must be >= 0")
 
     @property
     def n_hosts(self):
@@ -274,6 +279,15 @@ class Fabric:
         return f"10.{leaf}.{i}.{k}", f"fd00:{leaf}:{i}::{k}"
 
     # ------------------------------------------------------------ build
+    @staticmethod
+    def delay_line_packets(rate_mbit, delay_us):
+        """packets a netem queue holds in its delay line when the port
+        runs at rate_mbit: netem's limit counts them together with the
+        backlog, so a limit of the buffer alone would shrink the buffer by
+        the delay line (twice it: a host NIC sends ACKs too, one per data
+        packet at most, and they count as packets)"""
+        return 2 * -(-int(rate_mbit * delay_us) // (8 * MTU))
+
     def _port_qdisc(self, dev, host_nic=False):
         t = self.topo
         rate = t.link_mbit
@@ -285,7 +299,11 @@ class Fabric:
         L = [f"qdisc replace dev {dev} root handle 1: htb default 1",
              f"class add dev {dev} parent 1: classid 1:1 htb rate {rate}mbit ceil {rate}mbit"
              f" burst {MTU * 2} cburst {MTU * 2}"]
-        if host_nic:
+        if host_nic and t.host_delay_us:
+            lim = 1000 + self.delay_line_packets(rate, t.host_delay_us)
+            L.append(f"qdisc add dev {dev} parent 1:1 handle 10: netem delay {t.host_delay_us}us"
+                     f" limit {lim}")
+        elif host_nic:
             L.append(f"qdisc add dev {dev} parent 1:1 handle 10: pfifo limit 1000")
         elif t.fastlane:
             # the caps follow: 1% of the rate, 2.5% of the buffer
@@ -293,8 +311,9 @@ class Fabric:
             L.append(f"qdisc add dev {dev} parent 1:1 handle 10: fastlane limit {t.buffer_bytes}"
                      f" rate {rate}mbit{ce}")
         elif t.delay_us:
+            lim = max(1, t.buffer_bytes // MTU) + self.delay_line_packets(rate, t.delay_us)
             L.append(f"qdisc add dev {dev} parent 1:1 handle 10: netem delay {t.delay_us}us"
-                     f" limit {max(1, t.buffer_bytes // MTU)}")
+                     f" limit {lim}")
         elif t.ecn_k_bytes:
             k = t.ecn_k_bytes
             L.append(f"qdisc add dev {dev} parent 1:1 handle 10: red limit {t.buffer_bytes} min {k}"

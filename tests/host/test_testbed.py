@@ -285,3 +285,24 @@ def test_fabric_rate_shapes_both_directions_of_leaf_spine_links():
     assert rate("l3") == "5mbit"      # a spine's port to a leaf
     assert rate("h2") == "10mbit"     # a leaf's port to a host
     assert rate("eth0", host_nic=True) == "10mbit"
+
+
+def test_netem_limits_hold_the_delay_line_beside_the_buffer():
+    """a delayed port's netem limit is the buffer (or the host NIC's 1000
+    packets) plus its delay line: the delay must not shrink the buffer"""
+    import fabric
+    fab = fabric.Fabric.__new__(fabric.Fabric)
+    fab.topo = fabric.Topology(link_mbit=10, buffer_bytes=131072, delay_us=10000,
+                               host_delay_us=50000)
+
+    def leaf(dev, host_nic=False):
+        return fab._port_qdisc(dev, host_nic)[2]
+    # 10 Mbit/s x 50 ms = 62500 B = 42 MTU packets, twice (ACKs count as packets)
+    assert fabric.Fabric.delay_line_packets(10, 50000) == 84
+    assert "netem delay 50000us limit 1084" in leaf("eth0", host_nic=True)
+    assert "netem delay 10000us limit %d" % (131072 // 1500 + 2 * 9) in leaf("s1")
+    fab.topo = fabric.Topology(link_mbit=10)
+    assert leaf("eth0", host_nic=True).endswith("pfifo limit 1000")
+    assert leaf("s1").endswith("bfifo limit 131072")
+    with pytest.raises(ValueError):
+        fabric.Topology(host_delay_us=-1)
