@@ -20,6 +20,7 @@ import pytest
 
 from fabric import netns, ns_exec
 from netlab import sh, tc, tc_fails
+from pktutil import inet_csum  # noqa: E402
 
 TC = os.environ.get("DCNET_TC", "tc")
 DSCP = 45
@@ -32,15 +33,6 @@ PAYLOAD = 1000
 # python writes a burst even in the debug guest (at 1 Mbit/s there, the
 # port drained the burst about as fast as it came and hardly dropped)
 SLOW = "100kbit"
-
-
-def csum(data):
-    if len(data) % 2:
-        data += b"\0"
-    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while s >> 16:
-        s = (s & 0xffff) + (s >> 16)
-    return ~s & 0xffff
 
 
 def mac(ns, dev):
@@ -60,7 +52,7 @@ def frame(v6, smac, dmac, src, dst, l4, proto=6, tos=0):
         return dmac + smac + b"\x86\xdd" + ip + l4
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, tos, 20 + len(l4), 0, 0x4000, 64, proto, 0,
                      socket.inet_aton(src), socket.inet_aton(dst))
-    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+    ip = ip[:10] + struct.pack("!H", inet_csum(ip)) + ip[12:]
     return dmac + smac + b"\x08\x00" + ip + l4
 
 
@@ -74,7 +66,7 @@ def parse(pkt):
             return None
         tcp = ip[ihl:]
         return dict(v6=False, dmac=pkt[0:6], smac=pkt[6:12], dscp=ip[1] >> 2, ecn=ip[1] & 3,
-                    iplen=struct.unpack("!H", ip[2:4])[0], hdr_ok=csum(ip[:ihl]) == 0,
+                    iplen=struct.unpack("!H", ip[2:4])[0], hdr_ok=inet_csum(ip[:ihl]) == 0,
                     src=socket.inet_ntoa(ip[12:16]), dst=socket.inet_ntoa(ip[16:20]),
                     sport=struct.unpack("!H", tcp[0:2])[0], dport=struct.unpack("!H", tcp[2:4])[0],
                     seq=struct.unpack("!I", tcp[4:8])[0], opts=tcp[20:(tcp[12] >> 4) * 4],
@@ -491,7 +483,7 @@ def mark(ip, v6, ihl):
         else:
             ph = bytes(ip[12:20]) + struct.pack("!xBH", 6, len(l4))
         l4 = l4[:16] + b"\0\0" + l4[18:]
-        ip[ihl + 16:ihl + 18] = struct.pack("!H", csum(ph + l4))
+        ip[ihl + 16:ihl + 18] = struct.pack("!H", inet_csum(ph + l4))
     c = struct.unpack("!H", ip[ihl + 16:ihl + 18])[0] + 1
     ip[ihl + 16:ihl + 18] = struct.pack("!H", (c & 0xffff) + (c >> 16))
 
@@ -598,7 +590,7 @@ class Blocked:
                 ip[2:4] = struct.pack("!H", struct.unpack("!H", ip[2:4])[0] - shorter)
         if not self.v6:
             ip[10:12] = b"\0\0"
-            ip[10:12] = struct.pack("!H", csum(bytes(ip[:ihl])))
+            ip[10:12] = struct.pack("!H", inet_csum(bytes(ip[:ihl])))
         mark(ip, self.v6, ihl)
         fr = b"".join(self.macs[to]) + raw[12:14] + bytes(ip)
         if send:
@@ -1196,7 +1188,7 @@ def tcp_csum(v6, src, dst, l4):
     else:
         ph = socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!xBH", 6, len(l4))
     l4 = l4[:16] + b"\0\0" + l4[18:]
-    return l4[:16] + struct.pack("!H", csum(ph + l4)) + l4[18:]
+    return l4[:16] + struct.pack("!H", inet_csum(ph + l4)) + l4[18:]
 
 
 def tcp_csum_ok(raw):
@@ -1211,7 +1203,7 @@ def tcp_csum_ok(raw):
         ihl = (ip[0] & 15) * 4
         l4 = ip[ihl:]
         ph = ip[12:20] + struct.pack("!xBH", 6, len(l4))
-    return csum(ph + l4) == 0
+    return inet_csum(ph + l4) == 0
 
 
 def burst_valid(port, v6, seqs, payload=PAYLOAD, tos=0, sport=40000, dport=5001, flags=0x18):

@@ -21,6 +21,7 @@ import pytest
 
 from fabric import netns, sysctl
 from netlab import Lab, sh
+from pktutil import inet_csum  # noqa: E402
 
 IPPROTO_TCP = 6
 TCP_FASTLANE_SCATTER = 49
@@ -461,15 +462,6 @@ def nstat_delta(after, before):
     return {k: after.get(k, 0) - before.get(k, 0) for k in BAD_COUNTERS}
 
 
-def csum16(data):
-    if len(data) % 2:
-        data += b"\0"
-    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while s >> 16:
-        s = (s & 0xffff) + (s >> 16)
-    return ~s & 0xffff
-
-
 def ofo_opt(val=None, length=8):
     """our experimental option: the offer (length 4), a byte count
     (length 8) or our ExID with another length"""
@@ -491,7 +483,7 @@ def segment(src, dst, sport, dport, seq, ack, flags, win, opts, v6):
                   + struct.pack("!I3xB", len(hdr), 6))
     else:
         pseudo = socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!xBH", 6, len(hdr))
-    c = csum16(pseudo + hdr)
+    c = inet_csum(pseudo + hdr)
     return hdr[:16] + struct.pack("!H", c) + hdr[18:]
 
 

@@ -19,6 +19,7 @@ import pytest
 
 from fabric import ns_exec
 from netlab import DLTRAFFIC, json_lines, sh, tc, tc_fails
+from pktutil import inet_csum  # noqa: E402
 
 TC = os.environ.get("DCNET_TC", "tc")
 SYSTEM_TC = "/usr/sbin/tc" if os.path.exists("/usr/sbin/tc") else "/sbin/tc"
@@ -266,15 +267,6 @@ def pcap_packets(path):
             yield frame[14:], struct.unpack("!H", frame[12:14])[0]
 
 
-def csum(data):
-    if len(data) % 2:
-        data += b"\0"
-    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return s
-
-
 def tcp_segments(path):
     """Each TCP segment: dict with ack, window, tsval and whether the IP and
     TCP checksums verify."""
@@ -282,7 +274,7 @@ def tcp_segments(path):
         if etype == 0x0800 and ip[9] == 6:
             ihl = (ip[0] & 15) * 4
             tot = struct.unpack("!H", ip[2:4])[0]
-            ip_ok = csum(ip[:ihl]) == 0xFFFF
+            ip_ok = inet_csum(ip[:ihl]) == 0
             tcp = ip[ihl:tot]
             pseudo = ip[12:20] + struct.pack("!BBH", 0, 6, len(tcp))
         elif etype == 0x86DD and ip[6] == 6:
@@ -312,7 +304,7 @@ def tcp_segments(path):
                 tsval, = struct.unpack("!I", opt[i + 2:i + 6])
             i += opt[i + 1]
         yield dict(ack=ack, win=win, tsval=tsval, syn=bool(tcp[13] & 2),
-                   ok=ip_ok and csum(pseudo + tcp) == 0xFFFF)
+                   ok=ip_ok and inet_csum(pseudo + tcp) == 0)
 
 
 def capture(lab, ns, dev, path, port=5001):

@@ -22,6 +22,8 @@ import time
 
 import pytest
 
+from pktutil import inet_csum  # noqa: E402
+
 NETLINK_GENERIC = 16
 SOL_NETLINK = 270
 NETLINK_CAP_ACK = 10
@@ -140,15 +142,6 @@ class Genl:
         return self.families[name]
 
 
-def csum(data):
-    if len(data) % 2:
-        data += b"\0"
-    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while s >> 16:
-        s = (s & 0xffff) + (s >> 16)
-    return ~s & 0xffff
-
-
 def tcp_packet(v6=False, sport=40000, payload=PAYLOAD, proto=6, pad=0):
     if proto == 6:
         l4 = struct.pack("!HHIIBBHHH", sport, 5001, 1, 1, 5 << 4, 0x18, 1000, 0, 0)
@@ -163,7 +156,7 @@ def tcp_packet(v6=False, sport=40000, payload=PAYLOAD, proto=6, pad=0):
     else:
         ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(l4), 1, 0, 64, proto, 0,
                          socket.inet_aton("10.0.0.1"), socket.inet_aton("10.0.0.2"))
-        ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+        ip = ip[:10] + struct.pack("!H", inet_csum(ip)) + ip[12:]
         eth_type = 0x0800
     return DST_MAC + SRC_MAC + struct.pack("!H", eth_type) + ip + l4 + b"\0" * pad
 

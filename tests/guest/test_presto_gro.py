@@ -21,6 +21,8 @@ import time
 
 import pytest
 
+from pktutil import inet_csum  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 RX = "pgr0"
 SYS = f"/sys/class/net/{RX}/presto_gro"
@@ -120,15 +122,6 @@ def delta(c0):
 
 # --- crafted segments -------------------------------------------------------
 
-def csum(data):
-    if len(data) % 2:
-        data += b"\0"
-    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return (~s) & 0xFFFF
-
-
 def segment(v6, fc, seq, length, dst_mac):
     src_mac = bytes([0x02, 0x70, 0x72, 0x65]) + struct.pack("!H", fc)
     payload = b"x" * length
@@ -136,15 +129,15 @@ def segment(v6, fc, seq, length, dst_mac):
     if v6:
         s, d = socket.inet_pton(socket.AF_INET6, A6[0]), socket.inet_pton(socket.AF_INET6, A6[1])
         pseudo = s + d + struct.pack("!IxxxB", len(tcp), 6)
-        tcp = tcp[:16] + struct.pack("!H", csum(pseudo + tcp)) + tcp[18:]
+        tcp = tcp[:16] + struct.pack("!H", inet_csum(pseudo + tcp)) + tcp[18:]
         ip = struct.pack("!IHBB", 6 << 28, len(tcp), 6, 64) + s + d
         et = 0x86DD
     else:
         s, d = socket.inet_aton(A4[0]), socket.inet_aton(A4[1])
         pseudo = s + d + struct.pack("!xBH", 6, len(tcp))
-        tcp = tcp[:16] + struct.pack("!H", csum(pseudo + tcp)) + tcp[18:]
+        tcp = tcp[:16] + struct.pack("!H", inet_csum(pseudo + tcp)) + tcp[18:]
         ip = struct.pack("!BBHHHBBH", 0x45, 0, 20 + len(tcp), 1, 0x4000, 64, 6, 0) + s + d
-        ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+        ip = ip[:10] + struct.pack("!H", inet_csum(ip)) + ip[12:]
         et = 0x0800
     return dst_mac + src_mac + struct.pack("!H", et) + ip + tcp
 
