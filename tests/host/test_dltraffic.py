@@ -20,17 +20,22 @@ def free_port():
     return p
 
 
+def wait_listening(port):
+    """until a server accepts on 127.0.0.1:port (at most about 2 s)"""
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.02)
+
+
 @pytest.fixture
 def server():
     port = free_port()
     p = subprocess.Popen([TOOL, "server", "-B", "127.0.0.1", "-p", str(port)],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    for _ in range(100):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.02)
+    wait_listening(port)
     yield port
     p.terminate()
     assert p.wait(timeout=5) == 0
@@ -71,12 +76,7 @@ def test_server_samples_each_response_until_acknowledged(tmp_path):
         p = subprocess.Popen([TOOL, "server", "-B", "127.0.0.1", "-p", str(port), "--sample-ms", "1"],
                              stdout=out, stderr=subprocess.PIPE)
         try:
-            for _ in range(100):
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                    break
-                except OSError:
-                    time.sleep(0.02)
+            wait_listening(port)
             r = subprocess.run([TOOL, "fanin", "--leaves", f"127.0.0.1:{port}", "--queries", "3",
                                 "--resp-bytes", "2M", "--seed", "1"], capture_output=True, text=True,
                                timeout=30)
