@@ -26,9 +26,10 @@ import subprocess
 
 # Fractions of the run's duration at which to sample, when an experiment
 # asks ("ss_at": [0.5, 0.9]).  None by default: a sample starts a process
-# per elephant and per node inside the measured interval, and that costs
-# Optimal 3-6% of its throughput on the 16-host Clos (8.70-8.98 Mbit/s
-# per elephant with samples at 0.5 and 0.9, 9.14-9.24 without).
+# per elephant and per node inside the measured interval, which cost
+# Optimal about 3% of its throughput on the 16-host Clos (8.70-9.15
+# Mbit/s per elephant, mean 8.92, in five runs with samples at 0.5 and
+# 0.9; 9.14 and 9.24 in two without).
 SS_AT = ()
 
 # summed over hosts into "totals"
