@@ -9,6 +9,7 @@ and calls run(); everything else (the clock, the run header, the repeat
 spread, the exit status) is here.
 """
 import json
+import lzma
 import math
 import os
 import shutil
@@ -51,6 +52,9 @@ def add_args(ap, out_default, timeout=3600):
                     help="boots of the same run (same seeds); >1 reports the largest "
                          "relative difference of every figure")
     ap.add_argument("--timeout", type=int, default=timeout, help="seconds per boot")
+    ap.add_argument("--reanalyse", metavar="DIR", default=None,
+                    help="boot nothing: analyse DIR's raw data again (DIR/raw.json[.xz] or "
+                         "DIR/run*/raw.json[.xz]) and write results, plots and reports to --out")
     ap.add_argument("--jobs", type=int, default=0,
                     help="boots at a time with --repeat (default: in virtual time one per host "
                          "core, since each runs in one host thread and its results do not "
@@ -291,6 +295,8 @@ def run(a, guest_cmd, analyse, render, name, extra_header=None, ignore=IGNORE):
     """Boot a.repeat times, analyse and render each run; with more than one
     run, out/ holds run1/, run2/, ... and out/report.md is run 1's report
     with the repeat spread appended (out/repeat.json has every figure)."""
+    if getattr(a, "reanalyse", None):
+        return reanalyse(a.reanalyse, a.out, analyse, render, name, extra_header, ignore)
     out = os.path.abspath(a.out)
     clock = clock_of(a)
     outs = run_dirs(out, a.repeat)
@@ -314,6 +320,50 @@ def run(a, guest_cmd, analyse, render, name, extra_header=None, ignore=IGNORE):
         results.append(res)
     if n > 1:
         finish_repeat(out, results, walls, clock, name, ignore)
+    print(open(os.path.join(out, "report.md")).read())
+    return results
+
+
+def _load_raw(d):
+    for fn in ("raw.json", "raw.json.xz"):
+        path = os.path.join(d, fn)
+        if os.path.exists(path):
+            opener = lzma.open if fn.endswith(".xz") else open
+            with opener(path, "rt") as f:
+                return json.load(f)
+    return None
+
+
+def reanalyse(src, out, analyse, render, name, extra_header=None, ignore=IGNORE):
+    """A finished run's raw data (src/raw.json or src/run*/raw.json,
+    plain or .xz) analysed again into out/, with the same layout as run()
+    writes: for a change of analysis, not of measurement.  Each report
+    says which raw data it read; the wall time is not known again."""
+    src, out = os.path.abspath(src), os.path.abspath(out)
+    runs = sorted((d for d in os.listdir(src) if d.startswith("run") and d[3:].isdigit()),
+                  key=lambda d: int(d[3:]))
+    pairs = [(os.path.join(src, d), os.path.join(out, d)) for d in runs] or [(src, out)]
+    results = []
+    for run_src, run_out in pairs:
+        raw = _load_raw(run_src)
+        if raw is None:
+            sys.exit(f"{name}: no raw.json in {run_src}")
+        os.makedirs(run_out, exist_ok=True)
+        for fn in ("vm.json",):
+            if os.path.exists(os.path.join(run_src, fn)) and run_src != run_out:
+                shutil.copy(os.path.join(run_src, fn), os.path.join(run_out, fn))
+        res = analyse(raw)
+        with open(os.path.join(run_out, "results.json"), "w") as f:
+            json.dump(res, f, indent=1)
+        render(raw, res, run_out)
+        extra = extra_header(raw, res) if extra_header else None
+        insert_header(os.path.join(run_out, "report.md"),
+                      header(run_out, None, extra) + f" Re-analysed from the raw data of "
+                      f"`{os.path.relpath(run_src, ROOT)}` (no new boot).")
+        results.append(res)
+    if len(results) > 1:
+        clock = (vm_meta(pairs[0][0]) or {}).get("clock")
+        finish_repeat(out, results, [None] * len(results), clock, name, ignore)
     print(open(os.path.join(out, "report.md")).read())
     return results
 
