@@ -48,6 +48,25 @@ QUEUE_BYTES = 1_000_000  # port buffer
 FIG6_SIZES_MB = [150, 220, 350, 500]
 FIG6_DEADLINES_MS = [1000, 1500, 2500, 4000]
 FIG6_REF_GBIT = 2.7
+# Rigs (--fig6-rig):
+#  "time" (default since 2026-11-24, third session): the paper's pipe in
+#     packets.  Its sizes and deadlines are those of a 2.7 Gbit/s
+#     bottleneck; the rig is that bottleneck slowed down by
+#     TS6 = 2.7 Gbit/s / RATE, then sizes and deadlines compressed by the
+#     same TS6 (so: sizes scaled by RATE / 2.7 Gbit/s, deadlines unscaled,
+#     as before) while the round trip keeps its scaled value: the base RTT
+#     is the paper's 100 us times TS6 (netem on the receiver's port), K the
+#     paper's 65 packets, the buffer its 4 MB.  Four flows then share
+#     BDP + K = 23 + 65 packets, about 22 each, and alpha^d tells them
+#     apart.  The flows last about 1000 round trips instead of the paper's
+#     10000-20000, enough for alpha (g = 1/16) to converge.
+#  "bytes" (until 2026-11-24): K = 20 packets (DCTCP's 1 Gbit/s K), 1 MB
+#     buffer, no added delay: the pipe holds about 24 packets, 6 per flow
+#     (measured: cwnd 5-7, alpha 0.35-0.58 for every flow of both
+#     schemes), so a cut of alpha^d / 2 differs between d = 0.5 and 2 by
+#     about one packet and D2TCP landed near fair sharing.
+FIG6_RIGS = ["time", "bytes"]
+FIG6_PAPER_RTT_US = 100
 
 # Fig. 7: the paper's 10 Gbit/s testbed (Sec. 4.1.1, 4.1.3): responses of
 # 100-500 KB with deadlines of 5-25 ms, two background flows of 10 MB every
@@ -83,6 +102,15 @@ def fig6_scale():
     return RATE_MBIT * 1e6 / (FIG6_REF_GBIT * 1e9)
 
 
+def fig6_params(rig):
+    """Fig. 6's bottleneck on this rig (see FIG6_RIGS)"""
+    if rig == "time":
+        ts = FIG6_REF_GBIT * 1e9 / (RATE_MBIT * 1e6)
+        return dict(rig=rig, time_scale=ts, k_bytes=FIG7_PAPER_K_PKTS * 1500,
+                    queue_bytes=FIG7_PAPER_QUEUE, base_rtt_us=int(FIG6_PAPER_RTT_US * ts))
+    return dict(rig=rig, time_scale=1.0, k_bytes=K_BYTES, queue_bytes=QUEUE_BYTES, base_rtt_us=0)
+
+
 def fig7_params(rig):
     """Fig. 7's workload and bottleneck on this rig (see FIG7_RIGS)"""
     if rig == "time":
@@ -103,8 +131,9 @@ def fig7_params(rig):
 
 # ---------------------------------------------------------------- guest side
 
-def guest_fig6(reps):
-    from netlab import DLTRAFFIC, Lab, json_lines, monotonic_us
+def guest_fig6(reps, rig="time"):
+    from netlab import DLTRAFFIC, Lab, json_lines, monotonic_us, tc
+    P = fig6_params(rig)
     runs = []
     s = fig6_scale()
     sizes = [int(mb * 1e6 * s) for mb in FIG6_SIZES_MB]
@@ -112,7 +141,12 @@ def guest_fig6(reps):
         for cc in SCHEMES:
             lab = Lab(["h1", "h2", "h3", "h4", "rx"], prefix="b")
             try:
-                lab.bottleneck("rx", RATE_MBIT, K_BYTES, QUEUE_BYTES)
+                lab.bottleneck("rx", RATE_MBIT, P["k_bytes"], P["queue_bytes"])
+                if P["base_rtt_us"]:
+                    # the base round trip on the receiver's way out (its
+                    # ACKs), away from the marking queue
+                    tc(f"qdisc add dev eth0 root netem delay {P['base_rtt_us']}us limit 100000",
+                       ns=lab.ns("rx"))
                 lab.server("rx", 5001, cc=cc)
                 start = monotonic_us() + 500_000
                 procs = []
@@ -139,7 +173,7 @@ def guest_fig6(reps):
                     flush=True)
             finally:
                 lab.close()
-    return dict(sizes=sizes, deadlines_ms=FIG6_DEADLINES_MS, runs=runs)
+    return dict(P, sizes=sizes, deadlines_ms=FIG6_DEADLINES_MS, runs=runs)
 
 
 def p_of(alpha, d):
@@ -327,7 +361,7 @@ def guest_main(a):
                fig6_scale=fig6_scale(),
                calibration_cpu_busy=cal_busy)
     if a.only in (None, "fig6"):
-        raw["fig6"] = guest_fig6(a.reps)
+        raw["fig6"] = guest_fig6(a.reps, a.fig6_rig)
     if a.only in (None, "fig7"):
         raw["fig7"] = guest_fig7(a.queries, a.fanins, a.cc_sample_ms, a.q_sample_ms, a.fig7_rig)
     with open(os.path.join(out, "raw.json"), "w") as f:
@@ -407,6 +441,47 @@ def queue_summary(queue, queries, flows, k_bytes):
                 packets_in_bursts=pk)
 
 
+def fig6_d(bytes_left, cwnd, srtt_us, time_left_us, mss=1448, cap=2.0):
+    """The module's d (d2tcp_imminence(), in floating point) from a
+    sample: Tc = B / (3/4 W) round trips, d = Tc * srtt / D in [1/cap, cap],
+    the cap once the deadline has passed"""
+    if bytes_left <= 0:
+        return 1.0
+    if time_left_us <= 0:
+        return cap
+    if not srtt_us or not cwnd:
+        return 1.0
+    d = bytes_left * 4 / (3 * cwnd * mss) * srtt_us / time_left_us
+    return min(cap, max(1 / cap, d))
+
+
+def fig6_ccstate(runs, sizes=None, deadlines_ms=None):
+    """Per scheme and flow: median alpha (of 1), cwnd, srtt and d over the
+    samples taken while all four flows were running (up to the first
+    flow's completion), the interval where deadline-aware sharing acts.
+    d is computed from each sample with the module's formula (the flow
+    sampler reads DCTCP's info only); for DCTCP it is the d D2TCP would
+    have used."""
+    out = {}
+    for run in runs:
+        first = min((f["fct_us"] for f in run["flows"]), default=0)
+        by = {}
+        for smp in run["samples"]:
+            if smp["t_us"] <= first:
+                by.setdefault(smp["id"], []).append(smp)
+        for fid, v in by.items():
+            d = out.setdefault(run["cc"], {}).setdefault(fid, dict(alpha=[], cwnd=[], srtt_us=[], d=[]))
+            d["alpha"] += [x["alpha"] / 1024 for x in v if x.get("alpha", -1) >= 0]
+            d["cwnd"] += [x["cwnd"] for x in v]
+            d["srtt_us"] += [x["srtt_us"] for x in v]
+            i = int(fid[4:]) if fid.startswith("flow") and fid[4:].isdigit() else None
+            if sizes and deadlines_ms and i is not None and i < len(sizes):
+                d["d"] += [fig6_d(sizes[i] - x["bytes_acked"], x["cwnd"], x["srtt_us"],
+                                  deadlines_ms[i] * 1000 - x["t_us"]) for x in v]
+    return {cc: {fid: {k: (percentile(sorted(x), 50) if x else None) for k, x in d.items()}
+                 for fid, d in sorted(flows.items())} for cc, flows in out.items()}
+
+
 def analyse(raw):
     res = dict(kernel=raw["kernel"], rate_mbit=raw["rate_mbit"], sustained_mbit=raw.get("sustained_mbit"),
                calibration_cpu_busy=raw.get("calibration_cpu_busy"), k_bytes=raw["k_bytes"],
@@ -428,6 +503,11 @@ def analyse(raw):
             d["missed_fraction"] = d["missed"] / max(1, d["flows"])
             d["fct_ms_mean"] = {k: sum(v) / len(v) for k, v in sorted(d["fct_ms"].items())}
         res["fig6"] = dict(scale=raw["fig6_scale"], sizes=f6["sizes"], deadlines_ms=f6["deadlines_ms"],
+                           rig=f6.get("rig", "bytes"), time_scale=f6.get("time_scale", 1.0),
+                           k_bytes=f6.get("k_bytes", raw["k_bytes"]),
+                           queue_bytes=f6.get("queue_bytes", raw["queue_bytes"]),
+                           base_rtt_us=f6.get("base_rtt_us", 0),
+                           ccstate=fig6_ccstate(f6["runs"], f6["sizes"], f6["deadlines_ms"]),
                            schemes=per)
     if "fig7" in raw:
         f7 = raw["fig7"]
@@ -588,8 +668,7 @@ def report(res, pngs, out):
             else "") + "; "
          f"the bottleneck is scaled to that. "
          f"Bottleneck: HTB {res['rate_mbit']} Mbit/s with RED marking CE above K (min = K, max = K + 1 "
-         f"packet, probability 1); Fig. 6: K = {res['k_bytes']} B, {res['queue_bytes']} B buffer; Fig. 7: "
-         "see its section. "
+         f"packet, probability 1); K, buffer and added delay: see each figure's section. "
          f"Both schemes in the same run, same topology, same seeds.", ""]
     cells = []
     if "fig6" in res:
@@ -606,7 +685,11 @@ def report(res, pngs, out):
               f"Four flows into one receiver; paper sizes 150/220/350/500 MB scaled by {f6['scale']:.4f} "
               f"(link {res['rate_mbit']} Mbit/s against the paper's ~{FIG6_REF_GBIT} Gbit/s aggregate) to "
               + "/".join(f"{s / 1e6:.1f}" for s in f6["sizes"]) + " MB; deadlines unscaled "
-              + "/".join(str(d) for d in f6["deadlines_ms"]) + " ms.", "",
+              + "/".join(str(d) for d in f6["deadlines_ms"]) + f" ms. Rig \"{f6.get('rig', 'bytes')}\": "
+              f"K = {f6.get('k_bytes', res['k_bytes'])} B, {f6.get('queue_bytes', res['queue_bytes'])} B buffer"
+              + (f", {f6['base_rtt_us'] / 1e3:g} ms base round trip (netem on the receiver's port: the paper's "
+                 f"{FIG6_PAPER_RTT_US} us times {f6['time_scale']:.1f})" if f6.get("base_rtt_us") else
+                 ", no delay added") + ".", "",
               "| scheme | flows | missed | missed fraction | mean FCT per flow (ms) | CE marks "
               "| virtual CPU busy (per rep) |",
               "|---|---|---|---|---|---|---|"]
@@ -617,6 +700,17 @@ def report(res, pngs, out):
                          + ", ".join(f"{k}: {v:.0f}" for k, v in d["fct_ms_mean"].items())
                          + f" | {d['marks']} | "
                          + ", ".join(busy_pct(b) for b in d.get("cpu_busy", [])) + " |")
+        if f6.get("ccstate"):
+            L += ["", "Congestion state while all four flows run (medians of 100 ms samples over the reps; "
+                  "paper: the near-deadline flows take the larger share):", "",
+                  "| scheme | flow | alpha | cwnd (packets) | srtt (ms) | d (the module's formula on the "
+                  "sample; for DCTCP what D2TCP would use) |", "|---|---|---|---|---|---|"]
+            for cc in SCHEMES:
+                for fid, st in f6["ccstate"].get(cc, {}).items():
+                    L.append(f"| {cc} | {fid} | "
+                             + (f"{st['alpha']:.2f}" if st["alpha"] is not None else "-")
+                             + f" | {st['cwnd'] or 0:.0f} | {(st['srtt_us'] or 0) / 1e3:.2f} | "
+                             + (f"{st['d']:.2f}" if st.get("d") is not None else "-") + " |")
         if "fig6-throughput.png" in pngs:
             L += ["", "![per-flow throughput](fig6-throughput.png)"]
         L.append("")
@@ -662,7 +756,7 @@ def host_main(a):
         cmd += ["--only", a.only]
     if a.fanins:
         cmd += ["--fanins", ",".join(map(str, a.fanins))]
-    cmd += ["--fig7-rig", a.fig7_rig]
+    cmd += ["--fig6-rig", a.fig6_rig, "--fig7-rig", a.fig7_rig]
     for opt, v in (("--cc-sample-ms", a.cc_sample_ms), ("--q-sample-ms", a.q_sample_ms)):
         if v is not None:
             cmd += [opt, str(v)]
@@ -685,6 +779,8 @@ def main():
                     help="queries per fan-in and scheme in fig7 (default: 30 on the 'time' rig, 60 on 'bytes')")
     ap.add_argument("--fanins", type=lambda v: [int(x) for x in v.split(",")], default=None,
                     help="fig7's fan-ins, comma-separated (default %s)" % ",".join(map(str, FIG7_FANINS)))
+    ap.add_argument("--fig6-rig", choices=FIG6_RIGS, default="time",
+                    help="how fig6 scales the paper's testbed to the bottleneck (see FIG6_RIGS)")
     ap.add_argument("--fig7-rig", choices=FIG7_RIGS, default="time",
                     help="how fig7 scales the paper's testbed to the bottleneck (see FIG7_RIGS)")
     ap.add_argument("--cc-sample-ms", type=int, default=None,

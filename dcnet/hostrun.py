@@ -359,7 +359,8 @@ def reanalyse(src, out, analyse, render, name, extra_header=None, ignore=IGNORE)
         extra = extra_header(raw, res) if extra_header else None
         insert_header(os.path.join(run_out, "report.md"),
                       header(run_out, None, extra) + f" Re-analysed from the raw data of "
-                      f"`{os.path.relpath(run_src, ROOT)}` (no new boot).")
+                      f"`{os.path.relpath(run_src, ROOT) if run_src.startswith(ROOT + os.sep) else run_src}` "
+                      "(no new boot).")
         results.append(res)
     if len(results) > 1:
         clock = (vm_meta(pairs[0][0]) or {}).get("clock")

@@ -62,3 +62,32 @@ def test_queue_summary_counts_only_the_bursts():
     r = d2tcp.queue_summary(q, queries, flows, 30000)
     assert r["burst_samples"] == 2 and r["above_k_fraction_in_bursts"] == 1.0
     assert r["marked_per_packet_in_bursts"] == 0.9 and r["backlog_kb_max"] == 60
+
+
+def test_fig6_d_is_the_modules_formula():
+    # Tc = B / (3/4 W) round trips; d = Tc * srtt / D, within [1/2, 2]
+    assert d2tcp.fig6_d(3 * 10 * 1448, 10, 1000, 4000) == pytest.approx(1.0)
+    assert d2tcp.fig6_d(3 * 10 * 1448, 10, 1000, 40000) == 0.5          # far: the floor
+    assert d2tcp.fig6_d(3 * 10 * 1448, 10, 1000, 400) == 2.0            # near: the cap
+    assert d2tcp.fig6_d(1000, 10, 1000, -5) == 2.0                      # past the deadline
+    assert d2tcp.fig6_d(0, 10, 1000, 4000) == 1.0                       # nothing left
+
+
+def test_fig6_time_rig_keeps_the_papers_pipe():
+    d2tcp.RATE_MBIT = 200
+    p = d2tcp.fig6_params("time")
+    assert p["time_scale"] == pytest.approx(13.5)
+    assert p["base_rtt_us"] == 1350 and p["k_bytes"] == 65 * 1500 and p["queue_bytes"] == 4_000_000
+    old = d2tcp.fig6_params("bytes")
+    assert old["base_rtt_us"] == 0 and old["k_bytes"] == d2tcp.K_BYTES
+
+
+def test_fig6_ccstate_only_while_all_four_run():
+    flows = [dict(id=f"flow{i}", fct_us=(i + 1) * 1_000_000, bytes=10**7, met=False) for i in range(4)]
+    samples = [dict(type="sample", id=f"flow{i}", t_us=t, bytes_acked=0, cwnd=10 + i, srtt_us=5000,
+                    alpha=512) for i in range(4) for t in (500_000, 900_000, 1_500_000)]
+    st = d2tcp.fig6_ccstate([dict(cc="d2tcp", flows=flows, samples=samples)], [10**7] * 4,
+                            [1000, 1500, 2500, 4000])
+    # samples after the first completion (1 s) are left out
+    assert st["d2tcp"]["flow3"]["cwnd"] == 13 and st["d2tcp"]["flow0"]["alpha"] == 0.5
+    assert st["d2tcp"]["flow0"]["d"] == 2.0
