@@ -14,11 +14,13 @@ sockperf TCP ping-pong through the same limiter.  Table 2: two sender
 VMs, one limiter each (minimum rate X, ceiling the total T, under a
 parent of rate T), one receiver with a server per VM.
 
-Bandwidth saturation is the bytes iperf3's receivers got from 1 s on,
-over the time that took, against R; RTT is
-sockperf's p50/p99.9; stability is the coefficient of variation of the
-100 ms throughput samples (the paper's oscillation problem).  Rates are
-scaled to what the TCG guest sustains (see calibrate()).
+Bandwidth saturation is the bytes that left the limiter (and, beside
+it, that iperf3's receivers got) from MEASURE_FROM_S on, over the time
+that took, against R; RTT is sockperf's p50/p99.9, and the queue the
+median holds drained at the paper's 1 Gbit/s (queue_at_p50()); stability
+is the coefficient of variation of the 100 ms samples (the paper's
+oscillation problem).  Rates are scaled to what the guest sustains (see
+calibrate()).
 
 On the host this boots the release kernel (scripts/vmrun.py) and runs
 itself inside with --guest, which writes raw.json; then it writes
