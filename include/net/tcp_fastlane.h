@@ -160,6 +160,36 @@ static inline int tcp_fastlane_retx_allowance(u32 sim_retx, u32 bound_sim,
 	return lowest ? 1 : 0;
 }
 
+/* What a notification names, by the state of the socket it matched */
+enum tcp_fastlane_kind {
+	TCP_FASTLANE_KIND_SYN,		/* our SYN (SYN_SENT) */
+	TCP_FASTLANE_KIND_FASTOPEN_SYNACK, /* a Fast Open child's SYN-ACK */
+	TCP_FASTLANE_KIND_SEQ,		/* data, FIN or ACK: by its range */
+	TCP_FASTLANE_KIND_STALE,	/* nothing of the socket's in flight */
+};
+
+/* Dispatch a notification for a full socket in @state; @fastopen: it is a
+ * Fast Open server's child whose SYN-ACK is not yet acknowledged (it
+ * keeps the request, tcp_sock.fastopen_rsk: SYN_RECV, or FIN_WAIT1 if
+ * closed that early); @syn: the notification is for a SYN.  A Fast Open
+ * child's SYN-ACK is resent by its request (tcp_fastopen_synack_timer());
+ * its data, sent before the handshake completes, is data in flight.  A
+ * full socket in SYN_RECV that is no Fast Open child (one tcp_check_req()
+ * is completing) has nothing in flight yet.
+ */
+static inline enum tcp_fastlane_kind
+tcp_fastlane_kind(int state, bool fastopen, bool syn)
+{
+	if (state == TCP_SYN_SENT)
+		return TCP_FASTLANE_KIND_SYN;
+	if (fastopen && syn)
+		return TCP_FASTLANE_KIND_FASTOPEN_SYNACK;
+	if (state == TCP_CLOSE || state == TCP_LISTEN ||
+	    (state == TCP_SYN_RECV && !fastopen))
+		return TCP_FASTLANE_KIND_STALE;
+	return TCP_FASTLANE_KIND_SEQ;
+}
+
 #if IS_ENABLED(CONFIG_TCP_FASTLANE)
 
 static inline bool tcp_fastlane_on(const struct net *net)

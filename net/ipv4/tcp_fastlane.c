@@ -313,6 +313,32 @@ static void tcp_fastlane_syn(struct sock *sk, const struct tcp_fastlane_info *nf
 	}
 }
 
+/* A notification for the SYN-ACK of a Fast Open child (a full socket in
+ * SYN_RECV, or FIN_WAIT1 if closed that early, that keeps its request
+ * until the client acknowledges the SYN-ACK): resent at once by the
+ * request, as tcp_fastopen_synack_timer() would at its timeout, at most
+ * twice per request like a listener's
+ */
+static void tcp_fastlane_fastopen_synack(struct sock *sk,
+					 struct request_sock *req,
+					 const struct tcp_fastlane_info *nf)
+{
+	struct net *net = sock_net(sk);
+
+	if (!nf->ack || nf->seq != tcp_rsk(req)->snt_isn ||
+	    req->num_retrans > 2) {
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
+		return;
+	}
+	if (!tcp_fastlane_rate_ok(sk)) {
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANERATELIMITED);
+		return;
+	}
+	NET_INC_STATS(net, LINUX_MIB_TCPFASTLANENOTIFY);
+	if (!inet_rtx_syn_ack(sk, req))
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANECTLRESEND);
+}
+
 /* Act on a notification; the socket is locked and not owned by user (or
  * owned by us, from the backlog)
  */
@@ -320,15 +346,22 @@ static void tcp_fastlane_act(struct sock *sk, const struct tcp_fastlane_info *nf
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct net *net = sock_net(sk);
+	struct request_sock *req;
 
-	if (sk->sk_state == TCP_SYN_SENT) {
+	req = rcu_dereference_protected(tp->fastopen_rsk,
+					lockdep_sock_is_held(sk));
+	switch (tcp_fastlane_kind(sk->sk_state, req, nf->syn)) {
+	case TCP_FASTLANE_KIND_SYN:
 		tcp_fastlane_syn(sk, nf);
 		return;
-	}
-	if (sk->sk_state == TCP_CLOSE || sk->sk_state == TCP_LISTEN ||
-	    sk->sk_state == TCP_SYN_RECV) {
+	case TCP_FASTLANE_KIND_FASTOPEN_SYNACK:
+		tcp_fastlane_fastopen_synack(sk, req, nf);
+		return;
+	case TCP_FASTLANE_KIND_STALE:
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
 		return;
+	case TCP_FASTLANE_KIND_SEQ:
+		break;
 	}
 	switch (tcp_fastlane_classify(nf->seq, nf->end_seq, tp->snd_una,
 				      tp->snd_nxt)) {

@@ -262,7 +262,44 @@ static void fastlane_is_notification(struct kunit *test)
 	}
 }
 
+/* Issue 20, item 7: which notifications a socket's state sends where */
+static void fastlane_state_kind(struct kunit *test)
+{
+	/* our SYN, with or without data (Fast Open client) */
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_kind(TCP_SYN_SENT, false, true),
+			TCP_FASTLANE_KIND_SYN);
+	/* a Fast Open child's SYN-ACK: resent by its request, also when the
+	 * child was closed before the handshake completed
+	 */
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_kind(TCP_SYN_RECV, true, true),
+			TCP_FASTLANE_KIND_FASTOPEN_SYNACK);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_kind(TCP_FIN_WAIT1, true, true),
+			TCP_FASTLANE_KIND_FASTOPEN_SYNACK);
+	/* ... its data (and FIN, ACKs), by their range */
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_kind(TCP_SYN_RECV, true, false),
+			TCP_FASTLANE_KIND_SEQ);
+	/* SYN_RECV without Fast Open: nothing in flight yet */
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_kind(TCP_SYN_RECV, false, true),
+			TCP_FASTLANE_KIND_STALE);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_kind(TCP_SYN_RECV, false, false),
+			TCP_FASTLANE_KIND_STALE);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_kind(TCP_CLOSE, false, false),
+			TCP_FASTLANE_KIND_STALE);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_kind(TCP_LISTEN, false, true),
+			TCP_FASTLANE_KIND_STALE);
+	/* a SYN notification for an established socket: its range decides
+	 * (out of window)
+	 */
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_kind(TCP_ESTABLISHED, false, true),
+			TCP_FASTLANE_KIND_SEQ);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_kind(TCP_CLOSE_WAIT, false, false),
+			TCP_FASTLANE_KIND_SEQ);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_kind(TCP_LAST_ACK, false, false),
+			TCP_FASTLANE_KIND_SEQ);
+}
+
 static struct kunit_case fastlane_tcp_cases[] = {
+	KUNIT_CASE(fastlane_state_kind),
 	KUNIT_CASE(fastlane_bound_sim),
 	KUNIT_CASE(fastlane_is_notification),
 	KUNIT_CASE(fastlane_timeout_option),
