@@ -114,10 +114,16 @@ def port_stats(lab, ports):
     return out
 
 
+# The hosts' FastLane counters (nstat -az | grep -i fastlane), in the
+# report's order: what the notifications became, then bound_sim's
+FL_COUNTERS = ("TCPFastLaneNotify", "TCPFastLaneRetrans", "TCPFastLaneCtlResend", "TCPFastLaneStale",
+               "TCPFastLaneBadSeq", "TCPFastLaneBadOpts", "TCPFastLaneNoSocket", "TCPFastLaneRefused",
+               "TCPFastLaneRateLimited", "TCPFastLaneLockDropped", "TCPFastLaneBoundAllowed",
+               "TCPFastLaneBoundLowest", "TCPFastLaneBoundThrottled")
+
+
 def netstat(lab):
-    keys = ("TCPFastLaneNotify", "TCPFastLaneRetrans", "TCPFastLaneStale", "TCPFastLaneBadSeq",
-            "TCPFastLaneRateLimited", "TCPFastLaneLockDropped", "TCPTimeouts", "TCPLossProbes",
-            "TCPSackRecovery")
+    keys = FL_COUNTERS + ("TCPTimeouts", "TCPLossProbes", "TCPSackRecovery")
     from fabric import netns
     tot = dict.fromkeys(keys, 0)
     for name, (ns, _) in lab.hosts.items():
@@ -229,7 +235,7 @@ def guest_main(a):
         lab = Lab(["agg"] + workers + longs, prefix="p")
         ports = list(lab.hosts)
         try:
-            for scheme in SCHEMES:
+            for scheme in a.schemes or SCHEMES:
                 cc = "dctcp" if scheme.startswith("dctcp") else "cubic"
                 configure(lab, scheme, rate, "agg", ports)
                 servers(lab, workers, range(5001, 5001 + len(SIZES_KB)), cc)
@@ -258,7 +264,7 @@ def guest_main(a):
         lab = Lab(["agg"] + workers, prefix="i")
         ports = list(lab.hosts)
         try:
-            for scheme in SCHEMES:
+            for scheme in a.schemes or SCHEMES:
                 cc = "dctcp" if scheme.startswith("dctcp") else "cubic"
                 configure(lab, scheme, rate, "agg", ports)
                 servers(lab, workers, [5001], cc)
@@ -287,13 +293,35 @@ def pct(v, p):
     return percentile(v, p * 100)
 
 
+def host_counters(ns):
+    """the FastLane counters of a cell, summed over its hosts, by short
+    name (Notify, Stale, ..., BoundThrottled); None where the run did not
+    record one (an older raw.json)"""
+    return {k[len("TCPFastLane"):]: ns.get(k) for k in FL_COUNTERS}
+
+
+def host_table(rows, first, key):
+    """Markdown: the host counters of the FastLane schemes' cells"""
+    names = [k[len("TCPFastLane"):] for k in FL_COUNTERS]
+    L = [f"| {first} | scheme | " + " | ".join(names) + " | RTOs |",
+         "|---|---|" + "---|" * (len(names) + 1)]
+    for r in rows:
+        if not r["scheme"].endswith("fastlane"):
+            continue
+        h = r.get("host") or host_counters(r["netstat"])
+        L.append(f"| {key(r)} | {r['scheme']} | " + " | ".join(fmt(h[n], "{}") for n in names)
+                 + f" | {r['netstat'].get('TCPTimeouts', 0)} |")
+    return L
+
+
 def analyse(raw):
     rate_Bps = raw["rate_mbit"] * 1e6 / 8
     res = dict(kernel=raw["kernel"], rate_mbit=raw["rate_mbit"], sustained_mbit=raw["sustained_mbit"],
                calibration_cpu_busy=raw.get("calibration_cpu_busy"),
                buffer=raw["buffer"], k_bytes=raw["k_bytes"], duration_s=raw["duration_s"], pa=[], incast=[])
     for c in raw["pa"]:
-        row = dict(scheme=c["scheme"], load=c["load"], netstat=c["netstat"], cpu_busy=c.get("cpu_busy"))
+        row = dict(scheme=c["scheme"], load=c["load"], netstat=c["netstat"], cpu_busy=c.get("cpu_busy"),
+                   host=host_counters(c["netstat"]))
         for kb in SIZES_KB:
             f = [x["fct_us"] / 1000 for x in c["flows"] if x["kind"] == "short" and x["kb"] == kb]
             row[f"short{kb}"] = dict(n=len(f), p99=pct(f, .99), p999=pct(f, .999))
@@ -317,7 +345,7 @@ def analyse(raw):
                                   qct_p99=(pct(c["queries"], .99) or 0) / 1000,
                                   fct_p99=(pct(c["flows"], .99) or 0) / 1000,
                                   fct_p999=(pct(c["flows"], .999) or 0) / 1000,
-                                  netstat=c["netstat"],
+                                  netstat=c["netstat"], host=host_counters(c["netstat"]),
                                   nf_generated=sum(p.get("nf_generated", 0) for p in c["ports"].values()),
                                   drops=sum(p.get("drops", 0) for p in c["ports"].values())))
     # reductions of the short flows' p99.9 against the two baselines
@@ -425,6 +453,14 @@ def report(res, pngs, out):
         for r in sorted(res["pa"], key=lambda r: (r["load"], SCHEMES.index(r["scheme"]))):
             L.append(f"| {int(r['load'] * 100)}% | {r['scheme']} | "
                      + " | ".join(fmt(r[f"short{kb}"]["p999"]) for kb in SIZES_KB) + " |")
+        L += ["", "FastLane's host counters, summed over the hosts (`nstat -az | grep -i fastlane`): "
+              "notifications taken (Notify), the retransmissions and control packets they caused "
+              "(Retrans, CtlResend), those refused (Stale, BadSeq, BadOpts, NoSocket, Refused, "
+              "RateLimited, LockDropped), and bound_sim's: segments resent within the bound "
+              "(BoundAllowed), lowest-sequence resends beyond it (BoundLowest), passes it held "
+              "back (BoundThrottled):", ""]
+        L += host_table(sorted(res["pa"], key=lambda r: (r["load"], SCHEMES.index(r["scheme"]))),
+                        "load", lambda r: f"{int(r['load'] * 100)}%")
         if "pa-fct.png" in pngs:
             L += ["", "![partition-aggregate](pa-fct.png)"]
         L.append("")
@@ -438,6 +474,9 @@ def report(res, pngs, out):
             L.append(f"| {r['n']} | {r['scheme']} | {r['queries']} | {r['qct_p50']:.1f} | {r['qct_p99']:.1f} | "
                      f"{r['fct_p999']:.1f} | {r['drops']} | {r['nf_generated']} | "
                      f"{r['netstat'].get('TCPTimeouts', 0)} | {busy_pct(r.get('cpu_busy'))} |")
+        L += ["", "FastLane's host counters in incast (as above):", ""]
+        L += host_table(sorted(res["incast"], key=lambda r: (r["n"], SCHEMES.index(r["scheme"]))),
+                        "N", lambda r: r["n"])
         if "incast.png" in pngs:
             L += ["", "![incast](incast.png)"]
         L.append("")
@@ -462,6 +501,8 @@ def host_main(a):
         cmd += ["--loads", ",".join(str(x) for x in a.loads)]
     if a.incast_n:
         cmd += ["--incast-n", ",".join(str(x) for x in a.incast_n)]
+    if a.schemes:
+        cmd += ["--schemes", ",".join(a.schemes)]
 
     def render(raw, res, out):
         report(res, plots(res, out), out)
@@ -481,7 +522,11 @@ def main():
     ap.add_argument("--incast-queries", type=int, default=20)
     ap.add_argument("--incast-n", type=lambda s: [int(x) for x in s.split(",")], default=None,
                     help="incast sender counts (default 8,16,32,48,80)")
+    ap.add_argument("--schemes", type=lambda s: s.split(","), default=None,
+                    help=f"a short run: only these schemes (default all: {','.join(SCHEMES)})")
     a = ap.parse_args()
+    if a.schemes and set(a.schemes) - set(SCHEMES):
+        ap.error(f"--schemes: want some of {','.join(SCHEMES)}")
     (guest_main if a.guest else host_main)(a)
 
 

@@ -160,6 +160,111 @@ static inline int tcp_fastlane_retx_allowance(u32 sim_retx, u32 bound_sim,
 	return lowest ? 1 : 0;
 }
 
+/* What a notification names, by the state of the socket it matched */
+enum tcp_fastlane_kind {
+	TCP_FASTLANE_KIND_SYN,		/* our SYN (SYN_SENT) */
+	TCP_FASTLANE_KIND_FASTOPEN_SYNACK, /* a Fast Open child's SYN-ACK */
+	TCP_FASTLANE_KIND_SEQ,		/* data, FIN or ACK: by its range */
+	TCP_FASTLANE_KIND_STALE,	/* nothing of the socket's in flight */
+};
+
+/* Dispatch a notification for a full socket in @state; @fastopen: it is a
+ * Fast Open server's child whose SYN-ACK is not yet acknowledged (it
+ * keeps the request, tcp_sock.fastopen_rsk: SYN_RECV, or FIN_WAIT1 if
+ * closed that early); @syn: the notification is for a SYN.  A Fast Open
+ * child's SYN-ACK is resent by its request (tcp_fastopen_synack_timer());
+ * its data, sent before the handshake completes, is data in flight.  A
+ * full socket in SYN_RECV that is no Fast Open child (one tcp_check_req()
+ * is completing) has nothing in flight yet.
+ */
+static inline enum tcp_fastlane_kind
+tcp_fastlane_kind(int state, bool fastopen, bool syn)
+{
+	if (state == TCP_SYN_SENT)
+		return TCP_FASTLANE_KIND_SYN;
+	if (fastopen && syn)
+		return TCP_FASTLANE_KIND_FASTOPEN_SYNACK;
+	if (state == TCP_CLOSE || state == TCP_LISTEN ||
+	    (state == TCP_SYN_RECV && !fastopen))
+		return TCP_FASTLANE_KIND_STALE;
+	return TCP_FASTLANE_KIND_SEQ;
+}
+
+/* What the data-notification handler knows when it decides: the
+ * notification's options, the connection's, and the skb of the
+ * retransmit queue that holds the notified sequence (if any)
+ */
+struct tcp_fastlane_data_state {
+	u32	nf_tsval;	/* the notification's TCP timestamp */
+	u32	skb_tsval;	/* the skb's last transmission's, as sent */
+	u16	nf_timeouts;	/* the notification's timeout count */
+	u16	total_rto;	/* the connection's */
+	u32	rate_count;	/* notifications taken this round trip */
+	u32	cwnd;
+	u8	sacked;		/* the skb's TCP_SKB_CB()->sacked */
+	u8	ca_state;
+	bool	has_ts;
+	bool	ts_ok;		/* the connection negotiated timestamps */
+	bool	has_timeouts;
+	bool	sends_timeouts;	/* its segments carry the timeout count */
+	bool	found;		/* the notified sequence is in the queue */
+};
+
+enum tcp_fastlane_data_verdict {
+	TCP_FASTLANE_DATA_TAKE,		/* mark lost, resend what bound_sim allows */
+	TCP_FASTLANE_DATA_BADOPTS,	/* an option the connection sends is missing */
+	TCP_FASTLANE_DATA_STALE,
+	TCP_FASTLANE_DATA_RATELIMITED,
+};
+
+/* Decide on a notification for data (or a FIN) within [snd_una, snd_nxt)
+ * (tcp_fastlane_data()).  Stale: no longer in the queue, delivered
+ * (SACKed), sent before the last timeout (timeout count), resent since
+ * (timestamp), or, without timestamps, its resend is in flight (which
+ * copy was dropped is unknown), or a timeout's recovery owns the queue
+ * (CA_Loss).  The rate limit counts only what passed every other check.
+ */
+static inline enum tcp_fastlane_data_verdict
+tcp_fastlane_data_verdict(const struct tcp_fastlane_data_state *s)
+{
+	if (!tcp_fastlane_opts_ok(s->has_ts, s->ts_ok, s->has_timeouts,
+				  s->sends_timeouts))
+		return TCP_FASTLANE_DATA_BADOPTS;
+	if (!s->found || (s->sacked & TCPCB_SACKED_ACKED) ||
+	    (s->has_timeouts && s->nf_timeouts != s->total_rto) ||
+	    (s->has_ts && s->nf_tsval != s->skb_tsval) ||
+	    (!s->has_ts && (s->sacked & TCPCB_SACKED_RETRANS)) ||
+	    s->ca_state == TCP_CA_Loss)
+		return TCP_FASTLANE_DATA_STALE;
+	if (!tcp_fastlane_within_rate(s->rate_count, s->cwnd))
+		return TCP_FASTLANE_DATA_RATELIMITED;
+	return TCP_FASTLANE_DATA_TAKE;
+}
+
+/* After a taken notification's pass over the retransmit queue (which
+ * resends what bound_sim allows, lowest first): is the notified segment
+ * @resent, or does it go now anyway (it holds the lowest sequence, @head:
+ * cumulative ACKs must not stall behind it), or does bound_sim hold it
+ * until ACKs take resends out of flight?  @found: it is still in the
+ * queue (delivered meanwhile, it is gone).
+ */
+enum tcp_fastlane_after {
+	TCP_FASTLANE_AFTER_RESENT,
+	TCP_FASTLANE_AFTER_SEND_LOWEST,
+	TCP_FASTLANE_AFTER_HELD,
+	TCP_FASTLANE_AFTER_GONE,
+};
+
+static inline enum tcp_fastlane_after
+tcp_fastlane_after_pass(bool found, bool head, bool resent)
+{
+	if (!found)
+		return TCP_FASTLANE_AFTER_GONE;
+	if (resent)
+		return TCP_FASTLANE_AFTER_RESENT;
+	return head ? TCP_FASTLANE_AFTER_SEND_LOWEST : TCP_FASTLANE_AFTER_HELD;
+}
+
 #if IS_ENABLED(CONFIG_TCP_FASTLANE)
 
 static inline bool tcp_fastlane_on(const struct net *net)

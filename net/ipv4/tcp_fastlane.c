@@ -172,7 +172,10 @@ int __tcp_fastlane_retx_segs(struct sock *sk, struct sk_buff *skb,
 }
 EXPORT_SYMBOL_GPL(__tcp_fastlane_retx_segs);
 
-static bool tcp_fastlane_rate_ok(struct sock *sk)
+/* The per-socket rate limit's count of notifications taken in this round
+ * trip (at least 1 ms), started afresh when it is over
+ */
+static u32 tcp_fastlane_rate_count(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	u64 now = tcp_clock_us();
@@ -182,7 +185,15 @@ static bool tcp_fastlane_rate_ok(struct sock *sk)
 		tp->fastlane.window_us = now;
 		tp->fastlane.count = 0;
 	}
-	if (!tcp_fastlane_within_rate(tp->fastlane.count, tcp_snd_cwnd(tp)))
+	return tp->fastlane.count;
+}
+
+static bool tcp_fastlane_rate_ok(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (!tcp_fastlane_within_rate(tcp_fastlane_rate_count(sk),
+				      tcp_snd_cwnd(tp)))
 		return false;
 	tp->fastlane.count++;
 	return true;
@@ -192,39 +203,47 @@ static bool tcp_fastlane_rate_ok(struct sock *sk)
 static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *nf)
 {
 	struct inet_connection_sock *icsk = inet_csk(sk);
+	struct tcp_fastlane_data_state st = {
+		.nf_tsval	= nf->tsval,
+		.nf_timeouts	= nf->timeouts,
+		.has_ts		= nf->has_ts,
+		.has_timeouts	= nf->has_timeouts,
+	};
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct net *net = sock_net(sk);
 	struct sk_buff *skb, *first;
-	u8 sacked;
 
-	/* every segment of the connection carries these options */
-	if (!tcp_fastlane_opts_ok(nf->has_ts, tp->rx_opt.tstamp_ok,
-				  nf->has_timeouts, tcp_fastlane_on(net))) {
+	skb = tcp_fastlane_find(sk, nf->seq);
+	st.ts_ok = tp->rx_opt.tstamp_ok;
+	/* every segment of the connection carries the timeout count */
+	st.sends_timeouts = tcp_fastlane_on(net);
+	st.total_rto = tp->total_rto;
+	st.ca_state = icsk->icsk_ca_state;
+	st.cwnd = tcp_snd_cwnd(tp);
+	st.rate_count = tcp_fastlane_rate_count(sk);
+	st.found = skb;
+	if (skb) {
+		st.sacked = TCP_SKB_CB(skb)->sacked;
+		st.skb_tsval = tcp_skb_timestamp_ts(tp->tcp_usec_ts, skb) +
+			       tp->tsoffset;
+	}
+	switch (tcp_fastlane_data_verdict(&st)) {
+	case TCP_FASTLANE_DATA_BADOPTS:
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBADOPTS);
 		return;
-	}
-	skb = tcp_fastlane_find(sk, nf->seq);
-	if (!skb) {
-		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
-		return;
-	}
-	sacked = TCP_SKB_CB(skb)->sacked;
-	if ((sacked & TCPCB_SACKED_ACKED) ||
-	    (nf->has_timeouts && nf->timeouts != tp->total_rto) ||
-	    (nf->has_ts &&
-	     nf->tsval != tcp_skb_timestamp_ts(tp->tcp_usec_ts, skb) + tp->tsoffset) ||
-	    (!nf->has_ts && (sacked & TCPCB_SACKED_RETRANS)) ||
-	    icsk->icsk_ca_state == TCP_CA_Loss) {
+	case TCP_FASTLANE_DATA_STALE:
 		/* delivered, resent since, sent before the last timeout,
 		 * or a timeout's recovery owns it
 		 */
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
 		return;
-	}
-	if (!tcp_fastlane_rate_ok(sk)) {
+	case TCP_FASTLANE_DATA_RATELIMITED:
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANERATELIMITED);
 		return;
+	case TCP_FASTLANE_DATA_TAKE:
+		break;
 	}
+	tp->fastlane.count++;
 	NET_INC_STATS(net, LINUX_MIB_TCPFASTLANENOTIFY);
 	/* Algorithm 1's list holds the segments notified since the last
 	 * timeout: after one, start it afresh
@@ -273,19 +292,24 @@ static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *n
 	 * it and freed it (tcp_retrans_try_collapse()): look it up again.
 	 */
 	skb = tcp_fastlane_find(sk, nf->seq);
-	if (!skb)
+	switch (tcp_fastlane_after_pass(skb, skb && skb == tcp_rtx_queue_head(sk),
+					skb && (TCP_SKB_CB(skb)->sacked &
+						TCPCB_SACKED_RETRANS))) {
+	case TCP_FASTLANE_AFTER_GONE:
+	case TCP_FASTLANE_AFTER_HELD:	/* until ACKs make room in bound_sim */
 		return;
-	/* the lowest sequence goes at once, whatever the budget */
-	if (skb == tcp_rtx_queue_head(sk) &&
-	    !(TCP_SKB_CB(skb)->sacked & TCPCB_SACKED_RETRANS)) {
-		/* this may collapse the skbs after it, never itself */
-		if (!tcp_retransmit_skb(sk, skb, 1)) {
-			NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBOUNDLOWEST);
-			tcp_rearm_rto(sk);
-		}
-	}
-	if (TCP_SKB_CB(skb)->sacked & TCPCB_SACKED_RETRANS)
+	case TCP_FASTLANE_AFTER_SEND_LOWEST:
+		/* the lowest sequence goes at once, whatever the budget;
+		 * this may collapse the skbs after it, never itself
+		 */
+		if (tcp_retransmit_skb(sk, skb, 1))
+			return;
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBOUNDLOWEST);
+		tcp_rearm_rto(sk);
+		fallthrough;
+	case TCP_FASTLANE_AFTER_RESENT:
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANERETRANS);
+	}
 }
 
 /* A notification for a SYN of ours (SYN_SENT) */
@@ -313,6 +337,32 @@ static void tcp_fastlane_syn(struct sock *sk, const struct tcp_fastlane_info *nf
 	}
 }
 
+/* A notification for the SYN-ACK of a Fast Open child (a full socket in
+ * SYN_RECV, or FIN_WAIT1 if closed that early, that keeps its request
+ * until the client acknowledges the SYN-ACK): resent at once by the
+ * request, as tcp_fastopen_synack_timer() would at its timeout, at most
+ * twice per request like a listener's
+ */
+static void tcp_fastlane_fastopen_synack(struct sock *sk,
+					 struct request_sock *req,
+					 const struct tcp_fastlane_info *nf)
+{
+	struct net *net = sock_net(sk);
+
+	if (!nf->ack || nf->seq != tcp_rsk(req)->snt_isn ||
+	    req->num_retrans > 2) {
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
+		return;
+	}
+	if (!tcp_fastlane_rate_ok(sk)) {
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANERATELIMITED);
+		return;
+	}
+	NET_INC_STATS(net, LINUX_MIB_TCPFASTLANENOTIFY);
+	if (!inet_rtx_syn_ack(sk, req))
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANECTLRESEND);
+}
+
 /* Act on a notification; the socket is locked and not owned by user (or
  * owned by us, from the backlog)
  */
@@ -320,15 +370,22 @@ static void tcp_fastlane_act(struct sock *sk, const struct tcp_fastlane_info *nf
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct net *net = sock_net(sk);
+	struct request_sock *req;
 
-	if (sk->sk_state == TCP_SYN_SENT) {
+	req = rcu_dereference_protected(tp->fastopen_rsk,
+					lockdep_sock_is_held(sk));
+	switch (tcp_fastlane_kind(sk->sk_state, req, nf->syn)) {
+	case TCP_FASTLANE_KIND_SYN:
 		tcp_fastlane_syn(sk, nf);
 		return;
-	}
-	if (sk->sk_state == TCP_CLOSE || sk->sk_state == TCP_LISTEN ||
-	    sk->sk_state == TCP_SYN_RECV) {
+	case TCP_FASTLANE_KIND_FASTOPEN_SYNACK:
+		tcp_fastlane_fastopen_synack(sk, req, nf);
+		return;
+	case TCP_FASTLANE_KIND_STALE:
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
 		return;
+	case TCP_FASTLANE_KIND_SEQ:
+		break;
 	}
 	switch (tcp_fastlane_classify(nf->seq, nf->end_seq, tp->snd_una,
 				      tp->snd_nxt)) {

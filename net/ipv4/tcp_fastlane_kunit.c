@@ -262,7 +262,169 @@ static void fastlane_is_notification(struct kunit *test)
 	}
 }
 
+/* Issue 20, item 7: the data-notification handler's decision
+ * (tcp_fastlane_data()), from a valid notification for a segment in
+ * flight, one thing changed at a time
+ */
+static struct tcp_fastlane_data_state data_ok(void)
+{
+	return (struct tcp_fastlane_data_state){
+		.nf_tsval = 1000, .skb_tsval = 1000,
+		.nf_timeouts = 2, .total_rto = 2,
+		.rate_count = 0, .cwnd = 10,
+		.sacked = 0, .ca_state = TCP_CA_Open,
+		.has_ts = true, .ts_ok = true,
+		.has_timeouts = true, .sends_timeouts = true,
+		.found = true,
+	};
+}
+
+static void fastlane_data_verdict(struct kunit *test)
+{
+	struct tcp_fastlane_data_state s = data_ok();
+
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_TAKE);
+	/* a recovery already under way (SACK, RACK, notifications): joined */
+	s.ca_state = TCP_CA_Recovery;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_TAKE);
+	/* a timeout's recovery owns the queue */
+	s.ca_state = TCP_CA_Loss;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_STALE);
+
+	/* options the connection sends, left out: refused, before all else */
+	s = data_ok();
+	s.has_ts = false;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_BADOPTS);
+	s = data_ok();
+	s.has_timeouts = false;
+	s.found = false;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_BADOPTS);
+	/* ... but not required where the connection does not send them */
+	s = data_ok();
+	s.has_ts = false;
+	s.ts_ok = false;
+	s.has_timeouts = false;
+	s.sends_timeouts = false;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_TAKE);
+	/* no timestamps: a resend in flight makes it ambiguous, stale */
+	s.sacked = TCPCB_SACKED_RETRANS;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_STALE);
+	/* with timestamps, a notification of the resend itself is taken */
+	s = data_ok();
+	s.sacked = TCPCB_SACKED_RETRANS | TCPCB_LOST;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_TAKE);
+
+	/* stale: gone from the queue, SACKed, resent since, before a timeout */
+	s = data_ok();
+	s.found = false;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_STALE);
+	s = data_ok();
+	s.sacked = TCPCB_SACKED_ACKED;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_STALE);
+	s = data_ok();
+	s.skb_tsval = 1001;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_STALE);
+	s = data_ok();
+	s.nf_timeouts = 1;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_STALE);
+
+	/* the rate limit: 2 * cwnd + 16 per round trip, after every check */
+	s = data_ok();
+	s.rate_count = 2 * 10 + TCP_FASTLANE_BURST - 1;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_TAKE);
+	s.rate_count++;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_RATELIMITED);
+	s.skb_tsval++;		/* a stale one does not count as rate-limited */
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_STALE);
+
+	/* after the pass: resent within bound_sim; held beyond it, unless it
+	 * is the lowest sequence; delivered meanwhile: nothing to do
+	 */
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_after_pass(true, false, true),
+			TCP_FASTLANE_AFTER_RESENT);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_after_pass(true, true, true),
+			TCP_FASTLANE_AFTER_RESENT);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_after_pass(true, false, false),
+			TCP_FASTLANE_AFTER_HELD);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_after_pass(true, true, false),
+			TCP_FASTLANE_AFTER_SEND_LOWEST);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_after_pass(false, true, false),
+			TCP_FASTLANE_AFTER_GONE);
+}
+
+/* A whole handled notification, as tcp_fastlane_act() and
+ * tcp_fastlane_data() decide it: the range, then the verdict; for one
+ * taken, the pass over ten notified segments at once with bound_sim 5
+ * (the window at entry 10): which of them go now and which are held
+ */
+static void fastlane_data_handler_bound(struct kunit *test)
+{
+	struct tcp_fastlane_data_state s = data_ok();
+	u32 snd_una = 0xfffff000, mss = 1000, i, sim_retx = 0, sent = 0;
+	u32 bound = tcp_fastlane_bound_sim(10 / 2, 1);
+
+	for (i = 0; i < 10; i++) {
+		u32 seq = snd_una + i * mss;
+		int n;
+
+		KUNIT_EXPECT_EQ(test, tcp_fastlane_classify(seq, seq + mss, snd_una,
+							    snd_una + 10 * mss),
+				TCP_FASTLANE_IN_FLIGHT);
+		s.rate_count = i;
+		KUNIT_ASSERT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_TAKE);
+		n = tcp_fastlane_retx_allowance(sim_retx, bound, i == 0, 1);
+		sim_retx += n;
+		sent += n;
+		KUNIT_EXPECT_EQ(test, tcp_fastlane_after_pass(true, i == 0, n > 0),
+				i < 5 ? TCP_FASTLANE_AFTER_RESENT : TCP_FASTLANE_AFTER_HELD);
+	}
+	KUNIT_EXPECT_EQ(test, sent, 5);
+	/* beyond snd_nxt: never data to resend */
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_classify(snd_una + 10 * mss, snd_una + 11 * mss,
+						    snd_una, snd_una + 10 * mss),
+			TCP_FASTLANE_OUT_OF_WINDOW);
+}
+
+/* Issue 20, item 7: which notifications a socket's state sends where */
+static void fastlane_state_kind(struct kunit *test)
+{
+	/* our SYN, with or without data (Fast Open client) */
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_kind(TCP_SYN_SENT, false, true),
+			TCP_FASTLANE_KIND_SYN);
+	/* a Fast Open child's SYN-ACK: resent by its request, also when the
+	 * child was closed before the handshake completed
+	 */
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_kind(TCP_SYN_RECV, true, true),
+			TCP_FASTLANE_KIND_FASTOPEN_SYNACK);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_kind(TCP_FIN_WAIT1, true, true),
+			TCP_FASTLANE_KIND_FASTOPEN_SYNACK);
+	/* ... its data (and FIN, ACKs), by their range */
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_kind(TCP_SYN_RECV, true, false),
+			TCP_FASTLANE_KIND_SEQ);
+	/* SYN_RECV without Fast Open: nothing in flight yet */
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_kind(TCP_SYN_RECV, false, true),
+			TCP_FASTLANE_KIND_STALE);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_kind(TCP_SYN_RECV, false, false),
+			TCP_FASTLANE_KIND_STALE);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_kind(TCP_CLOSE, false, false),
+			TCP_FASTLANE_KIND_STALE);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_kind(TCP_LISTEN, false, true),
+			TCP_FASTLANE_KIND_STALE);
+	/* a SYN notification for an established socket: its range decides
+	 * (out of window)
+	 */
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_kind(TCP_ESTABLISHED, false, true),
+			TCP_FASTLANE_KIND_SEQ);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_kind(TCP_CLOSE_WAIT, false, false),
+			TCP_FASTLANE_KIND_SEQ);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_kind(TCP_LAST_ACK, false, false),
+			TCP_FASTLANE_KIND_SEQ);
+}
+
 static struct kunit_case fastlane_tcp_cases[] = {
+	KUNIT_CASE(fastlane_data_verdict),
+	KUNIT_CASE(fastlane_data_handler_bound),
+	KUNIT_CASE(fastlane_state_kind),
 	KUNIT_CASE(fastlane_bound_sim),
 	KUNIT_CASE(fastlane_is_notification),
 	KUNIT_CASE(fastlane_timeout_option),

@@ -46,3 +46,26 @@ def test_analysis_and_report(tmp_path):
     fastlane.report(res, pngs, str(tmp_path))
     text = (tmp_path / "report.md").read_text()
     assert "| 40% | tcp-fastlane |" in text and "| tcp-fastlane | tcp | 40% | 90% |" in text
+
+
+def test_host_counters_in_results_and_report(tmp_path):
+    """issue 20: the hosts' FastLane counters per scheme and load (and N),
+    in results.json ('host') and in a table of report.md"""
+    raw = raw_doc()
+    for c in raw["pa"] + raw["incast"]:
+        c["netstat"].update({k: 0 for k in fastlane.FL_COUNTERS})
+        if c["scheme"] == "tcp-fastlane":
+            c["netstat"].update(TCPFastLaneNotify=40, TCPFastLaneRateLimited=3, TCPFastLaneBoundLowest=17)
+    res = fastlane.analyse(raw)
+    row = next(r for r in res["pa"] if r["scheme"] == "tcp-fastlane")
+    assert row["host"]["Notify"] == 40 and row["host"]["RateLimited"] == 3
+    assert set(row["host"]) == {k[len("TCPFastLane"):] for k in fastlane.FL_COUNTERS}
+    inc = next(r for r in res["incast"] if r["scheme"] == "tcp-fastlane")
+    assert inc["host"]["BoundLowest"] == 17
+    fastlane.report(res, [], str(tmp_path))
+    text = (tmp_path / "report.md").read_text()
+    # Notify ... BoundLowest in FL_COUNTERS' order, then the RTOs
+    assert "| 40% | tcp-fastlane | 40 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 3 | 0 | 0 | 17 | 0 | 3 |" in text
+    assert "| 8 | tcp-fastlane | 40 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 3 | 0 | 0 | 17 | 0 | 1 |" in text
+    # only the FastLane schemes have a row in the counters' tables
+    assert "| 40% | tcp | 0 |" not in text
