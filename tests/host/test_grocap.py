@@ -1,8 +1,11 @@
 """testbed/grocap.py: what GRO pushes up, from a capture at the receiver
 (Presto Fig. 5): sizes, out-of-order skbs, the per-flowcell count."""
+import json
 import os
 import struct
 import sys
+
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "testbed"))
@@ -73,3 +76,102 @@ def test_cdf_is_monotone_and_ends_at_one():
     assert c[-1] == [65160, 1.0]
     assert all(a[0] <= b[0] and a[1] <= b[1] for a, b in zip(c, c[1:]))
     assert grocap.percentile(xs, 50) == 2896
+
+
+def presto_raw():
+    """a raw document with the receiver's and the CPU's fields: four
+    schemes on one workload, each naming its cpu_baseline"""
+    sys.path.insert(0, os.path.join(ROOT, "testbed"))
+    flows = [dict(id=0, src="h1", dst="h9", kind="elephant", bytes=12_000_000, duration_s=10.0, tput_bps=9.6e6,
+                  fct_us=None, intervals_bps=[], deadline_us=None, met_deadline=None)]
+    schemes = [dict(name="optimal"), dict(name="ovs", cpu_baseline="optimal"),
+               dict(name="presto", cpu_baseline="ovs"), dict(name="presto-gro", cpu_baseline="presto")]
+    meta = dict(platform="emulated", kernel="6.12", hosts=["h1", "h9"], link_mbit=10, paper_link_mbit=10000,
+                scale=0.001, started="2026-11-24T00:00:00Z", experiment=dict(schemes=schemes))
+    runs = []
+    m = 1448
+    order = [(0, 0), (4 * m, 1), (m, 0), (2 * m, 0), (3 * m, 0), (5 * m, 1)]
+    cap = grocap.analyse({"h9": grocap.read_pcap(pcap([frame(q, m, fc) for q, fc in order]))})
+    cap.update(dropped=0, hosts=1, errors=[])
+    for i, s in enumerate(schemes):
+        busy = 100 + 10 * i                  # ticks: each scheme 10 more than the one before
+        runs.append(dict(scheme=s["name"], workload="stride", duration_s=10.0, flows=json.loads(json.dumps(flows)),
+                         ports=[], rtt_us=None, cpu={"guest": 0.3},
+                         cpu_jiffies=dict(user=20, nice=0, system=30, idle=1000, iowait=0, irq=0,
+                                          softirq=busy - 50, steal=0, total=1000 + busy, ncpu=2),
+                         host_counters=dict(nstat=dict(totals=dict(
+                             TcpExtTCPOFOQueue=[40, 30, 20, 0][i], TcpRetransSegs=5, IpInReceives=1000,
+                             IpExtInOctets=3_000_000, IpExtInNoECTPkts=2000)),
+                             presto_gro={"h9": dict(enabled=1 if s["name"] == "presto-gro" else 0, held=7,
+                                                    pushed_timeout=1, pushed_loss=0, pushed_old=0,
+                                                    reorder_events=3, ewma_us=2000)}),
+                         gro_capture=cap if s["name"] == "presto" else None))
+    return dict(meta=meta, runs=runs)
+
+
+def test_report_receiver_and_cpu_cost(tmp_path):
+    import report
+    res = report.build(presto_raw(), str(tmp_path), plot=False)
+    report.validate(json.load(open(tmp_path / "results.json")), "results")
+    by = {r["scheme"]: r for r in res["runs"]}
+    rx = by["presto"]["receiver"]
+    assert rx["tcp_ofo_queue"] == 20 and rx["ip_mean_skb_bytes"] == 3000 and rx["ip_segs_per_skb"] == 2
+    assert rx["capture"]["ooo_skbs"] == 1 and rx["capture"]["flowcells"] == 2
+    assert "presto_gro" not in rx                          # Presto GRO off: no counters summed
+    assert by["presto-gro"]["receiver"]["presto_gro"]["held"] == 7
+    assert by["presto-gro"]["receiver"]["presto_gro"]["ewma_us_mean"] == 2000
+    c = by["ovs"]["cpu_cost"]
+    assert c["busy_s"] == pytest.approx(1.1) and c["delivered_bytes"] == 12_000_000
+    assert c["us_per_segment"] == pytest.approx(1.1e6 / (12e6 / 1448))
+    assert "cpu_overhead" not in by["optimal"]
+    assert by["ovs"]["cpu_overhead"]["baseline"] == "optimal"
+    assert by["ovs"]["cpu_overhead"]["ratio"] == pytest.approx(110 / 100 - 1)
+    assert by["presto-gro"]["cpu_overhead"]["ratio"] == pytest.approx(130 / 120 - 1)
+    assert by["presto-gro"]["cpu_overhead"]["softirq_ratio"] == pytest.approx(80 / 70 - 1)
+    md = (tmp_path / "report.md").read_text()
+    assert "## Receiver: what reaches TCP (Presto Fig. 5)" in md and "## CPU cost (Presto Fig. 6)" in md
+    assert "| presto-gro | stride | 9.60 | 0 |" in md
+    assert "| presto | stride | 9.60 | 1.20 (0.70 / 0.30 / 0.20) | 12.0 |" in md
+    assert "+9.1%" in md and "Paper (Fig. 6)" in md
+
+
+def test_report_without_receiver_fields_has_no_sections(tmp_path):
+    import report
+    raw = presto_raw()
+    for r in raw["runs"]:
+        for k in ("cpu_jiffies", "host_counters", "gro_capture"):
+            r.pop(k)
+    res = report.build(raw, str(tmp_path), plot=False)
+    assert all(r["receiver"] is None and r["cpu_cost"] is None for r in res["runs"])
+    assert "Presto Fig. 5" not in (tmp_path / "report.md").read_text()
+
+
+def test_report_plots_fig5(tmp_path):
+    pytest.importorskip("matplotlib")
+    import report
+    report.build(presto_raw(), str(tmp_path), plot=True)
+    assert (tmp_path / "gro_fig5.png").stat().st_size > 1000
+
+
+def test_experiments_presto_rx_and_cpu_are_valid():
+    from experiment import load, validate_experiment
+    for name in ("presto-rx.json", "presto-cpu.json"):
+        path = os.path.join(ROOT, "testbed", "experiments", name)
+        validate_experiment(load(path), name=path)
+    cpu = load(os.path.join(ROOT, "testbed", "experiments", "presto-cpu.json"))
+    assert cpu["topology"]["kind"] == "single" and not cpu.get("gro_capture")
+    assert {s["name"]: s.get("cpu_baseline") for s in cpu["schemes"]} == {
+        "optimal": None, "ovs": "optimal", "presto": "ovs", "presto-gro": "presto"}
+    assert load(os.path.join(ROOT, "testbed", "experiments", "presto-rx.json"))["gro_capture"] is True
+
+
+def test_cpu_baseline_must_name_another_scheme():
+    from experiment import ExperimentError, validate_experiment
+    exp = dict(schemes=[dict(name="a"), dict(name="b", cpu_baseline="c")], workloads=[dict(name="stride")])
+    with pytest.raises(ExperimentError, match="cpu_baseline"):
+        validate_experiment(exp, name="x")
+    exp["schemes"][1]["cpu_baseline"] = "b"
+    with pytest.raises(ExperimentError, match="cpu_baseline"):
+        validate_experiment(exp, name="x")
+    exp["schemes"][1]["cpu_baseline"] = "a"
+    validate_experiment(exp, name="x")
