@@ -14,13 +14,20 @@ reordered them.  tcpdump keeps 80 bytes of each inbound TCP skb
   ooo_skbs   data skbs that start beyond the next expected sequence number
              of their flow (a hole before them: TCP queues them out of
              order), old_skbs those that start before it (retransmitted
-             or overtaken data)
+             or overtaken data), late_skbs the old skbs whose flowcell ID
+             is older than the newest ID the flow has shown: original
+             data overtaken by a later flowcell (a retransmission carries
+             the sender's current flowcell ID), i.e. reordering without
+             loss that reached TCP; 0 for flows without IDs
   flowcells  the paper's Fig. 5a count: per flowcell (flow and flowcell
              ID, the source MAC's bytes 4-5 as the Presto sender stamps
              them), the data skbs of other flowcells of the same flow
              that arrived between its first and last skb; 0 = no
              reordering.  Only flows whose IDs change (Presto's modes).
   dropped    skbs tcpdump reported dropped (0: the capture is complete)
+  flowlets   per inactivity gap (100 us to 500 ms), the flowlets the
+             flows' arrivals form (flowlets()): how flowlet switching
+             would cut these flows, seen at the receiver
 
 IPv4 only (the testbed's flows are IPv4).
 """
@@ -52,8 +59,9 @@ def cdf(xs, points=CDF_POINTS):
     return [[xs[i], round((i + 1) / n, 4)] for i in idx]
 
 
-def read_pcap(data):
-    """[(orig_len, frame bytes)] of a classic pcap (tcpdump -w)"""
+def read_pcap(data, with_ts=False):
+    """[(orig_len, frame bytes)] of a classic pcap (tcpdump -w); with_ts:
+    [(seconds, orig_len, frame bytes)]"""
     if len(data) < 24:
         return []
     magic = struct.unpack("<I", data[:4])[0]
@@ -63,12 +71,53 @@ def read_pcap(data):
         e = ">"
     else:
         raise ValueError("not a pcap file")
+    frac = 1e-9 if magic in (0xa1b23c4d, 0x4d3cb2a1) else 1e-6
     out, off = [], 24
     while off + 16 <= len(data):
-        _s, _u, incl, orig = struct.unpack(e + "IIII", data[off:off + 16])
+        sec, sub, incl, orig = struct.unpack(e + "IIII", data[off:off + 16])
         off += 16
-        out.append((orig, data[off:off + incl]))
+        out.append((sec + sub * frac, orig, data[off:off + incl]) if with_ts else (orig, data[off:off + incl]))
         off += incl
+    return out
+
+
+# inactivity gaps for the flowlet analysis: the paper's 100 and 500 us,
+# and the same scaled by the testbed's 1000 (10 Mbit/s against 10 Gbit/s)
+FLOWLET_GAPS_US = (100, 500, 10000, 100000, 500000)
+
+
+def flowlets(pkts_per_host, gaps_us=FLOWLET_GAPS_US):
+    """pkts_per_host: {host: [(seconds, orig_len, frame)]}: per gap, the
+    flowlets the receivers' data skbs form (a new flowlet after an
+    inactivity gap longer than the gap): count, mean and largest size,
+    and the mean share of a flow's bytes in its largest flowlet (Presto
+    Fig. 1's point: flowlets are not uniform)"""
+    per_flow = {}
+    for h, pkts in pkts_per_host.items():
+        for ts, orig, frame in pkts:
+            r = parse(frame, orig)
+            if r is None or r[2] == 0:
+                continue
+            per_flow.setdefault((h,) + r[0], []).append((ts, r[2]))
+    out = {}
+    for g in gaps_us:
+        sizes, top_share = [], []
+        for arr in per_flow.values():
+            cur, last, mine = 0, None, []
+            for ts, n in arr:
+                if last is not None and (ts - last) * 1e6 > g:
+                    mine.append(cur)
+                    cur = 0
+                cur += n
+                last = ts
+            mine.append(cur)
+            sizes += mine
+            top_share.append(max(mine) / sum(mine))
+        sizes.sort()
+        out[str(g)] = dict(flowlets=len(sizes), per_flow=(len(sizes) / len(per_flow)) if per_flow else None,
+                           mean_bytes=(sum(sizes) / len(sizes)) if sizes else None,
+                           p50_bytes=percentile(sizes, 50), max_bytes=sizes[-1] if sizes else None,
+                           largest_share=(sum(top_share) / len(top_share)) if top_share else None)
     return out
 
 
@@ -90,6 +139,11 @@ def parse(frame, orig_len):
     return flow, seq, payload, fc
 
 
+def fc_after(a, b):
+    """flowcell ID a after b (u16 serial arithmetic)"""
+    return 0 < ((a - b) & 0xffff) < 0x8000
+
+
 def after(a, b):
     """a after b in 32-bit sequence space"""
     return 0 < ((a - b) & 0xffffffff) < 0x80000000
@@ -98,7 +152,7 @@ def after(a, b):
 def analyse(pkts_per_host, mss=1448):
     """pkts_per_host: {host: [(orig_len, frame)]} -> the run's record"""
     sizes = []
-    ooo = old = 0
+    ooo = old = late = 0
     fc_counts = []
     flows_n = 0
     for pkts in pkts_per_host.values():
@@ -110,7 +164,7 @@ def analyse(pkts_per_host, mss=1448):
             per_flow.setdefault(r[0], []).append(r[1:])
         for arr in per_flow.values():
             flows_n += 1
-            nxt = None
+            nxt = top = None
             first, last, count = {}, {}, {}
             for i, (seq, plen, fc) in enumerate(arr):
                 sizes.append(plen)
@@ -119,6 +173,10 @@ def analyse(pkts_per_host, mss=1448):
                         ooo += 1
                     elif after(nxt, seq):
                         old += 1
+                        if fc_after(top, fc):
+                            late += 1
+                if top is None or fc_after(fc, top):
+                    top = fc
                 end = (seq + plen) & 0xffffffff
                 if nxt is None or after(end, nxt):
                     nxt = end
@@ -134,7 +192,7 @@ def analyse(pkts_per_host, mss=1448):
                p10_bytes=percentile(sizes, 10), p50_bytes=percentile(sizes, 50),
                p90_bytes=percentile(sizes, 90), p99_bytes=percentile(sizes, 99),
                one_mss_share=(sum(1 for x in sizes if x <= mss) / len(sizes)) if sizes else None,
-               size_cdf=cdf(sizes), ooo_skbs=ooo, old_skbs=old,
+               size_cdf=cdf(sizes), ooo_skbs=ooo, old_skbs=old, late_skbs=late,
                flowcells=len(fc_counts),
                fc_ooo_zero_share=(sum(1 for x in fc_counts if x == 0) / len(fc_counts)) if fc_counts else None,
                fc_ooo_p50=percentile(fc_counts, 50), fc_ooo_p90=percentile(fc_counts, 90),
@@ -182,10 +240,10 @@ class GroCapture:
             dropped += int(m.group(1)) if m else 0
             try:
                 with open(self.paths[h], "rb") as f:
-                    pkts[h] = read_pcap(f.read())
+                    pkts[h] = read_pcap(f.read(), with_ts=True)
                 os.unlink(self.paths[h])
             except (OSError, ValueError) as e:
                 self.errors.append(f"{h}: {e}")
-        res = analyse(pkts)
-        res.update(dropped=dropped, hosts=len(pkts), errors=self.errors)
+        res = analyse({h: [(o, f) for _t, o, f in v] for h, v in pkts.items()})
+        res.update(dropped=dropped, hosts=len(pkts), errors=self.errors, flowlets=flowlets(pkts))
         return res

@@ -119,8 +119,8 @@ def receiver(r):
     if cap:
         out["capture"] = {k: cap.get(k) for k in (
             "data_skbs", "mean_bytes", "p10_bytes", "p50_bytes", "p90_bytes", "p99_bytes", "one_mss_share",
-            "ooo_skbs", "old_skbs", "flowcells", "fc_ooo_zero_share", "fc_ooo_p50", "fc_ooo_p90", "fc_ooo_p99",
-            "fc_ooo_max", "dropped")}
+            "ooo_skbs", "old_skbs", "late_skbs", "flowcells", "fc_ooo_zero_share", "fc_ooo_p50", "fc_ooo_p90", "fc_ooo_p99",
+            "fc_ooo_max", "dropped", "flowlets")}
     return out
 
 
@@ -366,11 +366,13 @@ def markdown(res, pngs, out):
               "Per run, summed over the receiving hosts. TCP OFO: `TcpExtTCPOFOQueue` (skbs TCP queued out of "
               "order). IP mean skb: `IpExtInOctets / IpInReceives` (every IPv4 skb after GRO, ACKs included). "
               "With a capture (`gro_capture`): data skbs, their TCP payload (mean, p10/p50/p90, share of at most "
-              "one MSS), skbs past a hole (out of order) or behind the next expected byte (old), and the paper's "
+              "one MSS), skbs past a hole (out of order) or behind the next expected byte (old; late: old skbs carrying "
+              "an older flowcell ID than the flow had shown, i.e. reordered original data, not retransmissions), "
+              "and the paper's "
               "count per flowcell (skbs of other flowcells between its first and last skb: share at 0, p99, max).",
               "",
               "| scheme | workload | elephant mean | TCP OFO | retrans | IP mean skb (B) | data skbs | payload mean / "
-              "p10 / p50 / p90 (B) | <= 1 MSS | out of order / old skbs | flowcells: at 0 / p99 / max | "
+              "p10 / p50 / p90 (B) | <= 1 MSS | out of order / old / late skbs | flowcells: at 0 / p99 / max | "
               "capture drops | Presto GRO: held / timeout / loss / old / reorder events / EWMA |",
               "|" + "---|" * 13]
         for r in rx:
@@ -382,7 +384,8 @@ def markdown(res, pngs, out):
                 return "-" if x is None else fmt.format(x)
             cap_s = ("- | - | - | - | - | -" if not c else
                      f"{n(c['data_skbs'])} | {n(c['mean_bytes'])} / {n(c['p10_bytes'])} / {n(c['p50_bytes'])} / "
-                     f"{n(c['p90_bytes'])} | {frac(c['one_mss_share'], 1)} | {n(c['ooo_skbs'])} / {n(c['old_skbs'])} | "
+                     f"{n(c['p90_bytes'])} | {frac(c['one_mss_share'], 1)} | {n(c['ooo_skbs'])} / {n(c['old_skbs'])} / "
+                     f"{n(c.get('late_skbs'))} | "
                      + (f"{frac(c['fc_ooo_zero_share'], 1)} / {n(c['fc_ooo_p99'])} / {n(c['fc_ooo_max'])} "
                         f"(of {c['flowcells']})" if c.get("flowcells") else "no flowcell IDs")
                      + f" | {n(c['dropped'])}")
@@ -392,6 +395,21 @@ def markdown(res, pngs, out):
                      f"{n(v['retrans_segs'])} | {n(v['ip_mean_skb_bytes'])} | {cap_s} | {g_s} |")
         L += ["", "Paper (Fig. 5, two paths, 10 Gbit/s): official GRO " + PAPER_RX["official GRO"] + "; Presto GRO "
               + PAPER_RX["Presto GRO"] + ". Goal: 0 out-of-order segments reach TCP without loss."]
+    fl = [r for r in rx if (r["receiver"].get("capture") or {}).get("flowlets")]
+    if fl:
+        gaps = list(fl[0]["receiver"]["capture"]["flowlets"])
+        L += ["", "## Flowlets in these flows (Presto Fig. 1)", "",
+              "How flowlet switching would cut the captured flows: a new flowlet after an inactivity gap longer "
+              "than the column's, at the receiver (arrivals after GRO). Per gap: flowlets per flow, mean size, "
+              "and the mean share of a flow's bytes in its largest flowlet.", "",
+              "| scheme | workload | " + " | ".join(f"gap {int(g) / 1000:g} ms" for g in gaps) + " |",
+              "|---|---|" + "---|" * len(gaps)]
+        for r in fl:
+            f = r["receiver"]["capture"]["flowlets"]
+            L.append(f"| {r['scheme']} | {r['workload']} | " + " | ".join(
+                "-" if not f[g].get("flowlets") else
+                f"{f[g]['per_flow']:.0f} per flow, {f[g]['mean_bytes'] / 1000:.0f} KB, largest "
+                f"{frac(f[g]['largest_share'])}" for g in gaps) + " |")
     cc = [r for r in res["runs"] if r.get("cpu_cost")]
     if cc:
         L += ["", "## CPU cost (Presto Fig. 6)", "",

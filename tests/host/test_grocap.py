@@ -56,6 +56,7 @@ def test_swapped_flowcells_counted_as_reordering():
     assert r["data_skbs"] == 8 and r["one_mss_share"] == 1.0
     assert r["ooo_skbs"] == 1            # 4m arrives with 2m..4m missing
     assert r["old_skbs"] == 2            # 2m and 3m come after 6m was expected
+    assert r["late_skbs"] == 2           # ... with flowcell 0's ID after flowcell 1 was seen
     # flowcell 0 spans arrivals 0..5 with 2 skbs of flowcell 1 inside;
     # flowcell 1 spans 2..7 with 2 of flowcell 0 inside
     assert r["flowcells"] == 2 and r["fc_ooo_p50"] == 2 and r["fc_ooo_zero_share"] == 0
@@ -92,7 +93,11 @@ def presto_raw():
     m = 1448
     order = [(0, 0), (4 * m, 1), (m, 0), (2 * m, 0), (3 * m, 0), (5 * m, 1)]
     cap = grocap.analyse({"h9": grocap.read_pcap(pcap([frame(q, m, fc) for q, fc in order]))})
-    cap.update(dropped=0, hosts=1, errors=[])
+    cap.update(dropped=0, hosts=1, errors=[],
+               flowlets=grocap.flowlets({"h9": [(i * 1e-3, o, f) for i, (o, f) in
+                                                enumerate(grocap.read_pcap(pcap([frame(q, m, fc)
+                                                                                 for q, fc in order])))]},
+                                        gaps_us=(500, 5000)))
     for i, s in enumerate(schemes):
         busy = 100 + 10 * i                  # ticks: each scheme 10 more than the one before
         runs.append(dict(scheme=s["name"], workload="stride", duration_s=10.0, flows=json.loads(json.dumps(flows)),
@@ -133,6 +138,8 @@ def test_report_receiver_and_cpu_cost(tmp_path):
     assert "| presto-gro | stride | 9.60 | 0 |" in md
     assert "| presto | stride | 9.60 | 1.20 (0.70 / 0.30 / 0.20) | 12.0 |" in md
     assert "+9.1%" in md and "Paper (Fig. 6)" in md
+    assert rx["capture"]["late_skbs"] == 3                 # m, 2m, 3m (ID 0) after ID 1 was seen
+    assert "| presto | stride | 6 per flow, 1 KB, largest 17% | 1 per flow, 9 KB, largest 100% |" in md
 
 
 def test_report_without_receiver_fields_has_no_sections(tmp_path):
@@ -175,3 +182,28 @@ def test_cpu_baseline_must_name_another_scheme():
         validate_experiment(exp, name="x")
     exp["schemes"][1]["cpu_baseline"] = "a"
     validate_experiment(exp, name="x")
+
+
+def test_flowlets_split_at_inactivity_gaps():
+    m = 1448
+    # one flow: 3 skbs 50 us apart, a 300 us pause, 2 skbs, a 2 ms pause, 1 skb
+    times = [0, 50e-6, 100e-6, 400e-6, 450e-6, 2.45e-3]
+    out = struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 80, 1)
+    for i, t in enumerate(times):
+        orig, data = frame(i * m, m, 0)
+        out += struct.pack("<IIII", int(t), int(round((t % 1) * 1e6)), len(data), orig) + data
+    pk = grocap.read_pcap(out, with_ts=True)
+    assert pk[1][0] == pytest.approx(50e-6)
+    f = grocap.flowlets({"h9": pk}, gaps_us=(100, 500, 5000))
+    assert f["100"]["flowlets"] == 3 and f["100"]["max_bytes"] == 3 * m
+    assert f["500"]["flowlets"] == 2 and f["500"]["largest_share"] == pytest.approx(5 / 6)
+    assert f["5000"]["flowlets"] == 1 and f["5000"]["per_flow"] == 1
+
+
+def test_retransmission_with_a_newer_id_is_not_late():
+    m = 1448
+    # skb 1m lost; flowcell 1 goes on; the retransmission of 1m carries ID 1
+    order = [(0, 0, 0), (2 * m, 0, 0), (3 * m, 1, 0), (m, 1, 0)]
+    fr = [frame(q, m, fc) for q, fc, _ in order]
+    r = grocap.analyse({"h9": grocap.read_pcap(pcap(fr))})
+    assert r["ooo_skbs"] == 1 and r["old_skbs"] == 1 and r["late_skbs"] == 0
