@@ -220,6 +220,11 @@ def flowcell(fab):
     d = {k: int(v) for k, v in re.findall(r"\b(flows|limit|packets|bytes|cells|evictions|expired|"
                                           r"alloc_fails|fallbacks|seed):(\d+)", text)}
     lines = [x.strip() for x in text.splitlines() if "flowcell" in x or "cells:" in x]
+    # the datapath's flow-table lookups: "missed" went to ovs-vswitchd
+    # (an upcall), "lost" were dropped on the way
+    m = re.search(r"lookups: hit:(\d+) missed:(\d+) lost:(\d+)", text)
+    if m:
+        d.update(lookup_hit=int(m.group(1)), lookup_missed=int(m.group(2)), lookup_lost=int(m.group(3)))
     return dict(d, raw=lines)
 
 

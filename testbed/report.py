@@ -134,7 +134,8 @@ def cpu_cost(r):
         return None
     busy = j["total"] - j.get("idle", 0) - j.get("iowait", 0)
     nbytes = sum(f.get("bytes") or 0 for f in r["flows"])
-    return dict(busy_s=busy / USER_HZ, softirq_s=j.get("softirq", 0) / USER_HZ, system_s=j.get("system", 0) / USER_HZ,
+    fc = (r.get("host_counters") or {}).get("flowcell") or {}
+    return dict(busy_s=busy / USER_HZ, upcalls=fc.get("lookup_missed"), upcalls_lost=fc.get("lookup_lost"), softirq_s=j.get("softirq", 0) / USER_HZ, system_s=j.get("system", 0) / USER_HZ,
                 user_s=(j.get("user", 0) + j.get("nice", 0)) / USER_HZ, ncpu=j.get("ncpu"),
                 delivered_bytes=nbytes,
                 us_per_segment=(busy / USER_HZ * 1e6 / (nbytes / MSS)) if nbytes else None,
@@ -417,7 +418,8 @@ def markdown(res, pngs, out):
               "the testbed's own processes) per MSS of payload delivered (1448 B), and against the scheme's "
               "`cpu_baseline` on the same workload.", "",
               "| scheme | workload | elephant mean | busy CPU s (softirq / system / user) | delivered MB | "
-              "CPU us per segment | softirq us per segment | against | overhead (softirq) |", "|" + "---|" * 9]
+              "CPU us per segment | softirq us per segment | against | overhead (softirq) | upcalls (lost) |",
+              "|" + "---|" * 10]
         for r in cc:
             c = r["cpu_cost"]
             o = r.get("cpu_overhead") or {}
@@ -428,7 +430,8 @@ def markdown(res, pngs, out):
                      + ("-" if c["softirq_us_per_segment"] is None else f"{c['softirq_us_per_segment']:.1f}")
                      + f" | {o.get('baseline', '-')} | "
                      + (f"{o['ratio'] * 100:+.1f}%" if o else "-")
-                     + (f" ({o['softirq_ratio'] * 100:+.1f}%)" if o.get("softirq_ratio") is not None else "") + " |")
+                     + (f" ({o['softirq_ratio'] * 100:+.1f}%)" if o.get("softirq_ratio") is not None else "")
+                     + (" | -" if c.get("upcalls") is None else f" | {c['upcalls']} ({c['upcalls_lost']})") + " |")
         L += ["", f"Paper (Fig. 6): Presto's receiver CPU {PAPER_CPU_OVERHEAD * 100:.0f}% above official GRO's "
               "on average (Presto GRO on the Clos against official GRO on a non-blocking switch, both at 9.3 Gbit/s)."]
     fcts = [(r, c, s) for r in res["runs"] for c, s in r["fct"].items()]
