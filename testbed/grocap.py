@@ -86,12 +86,13 @@ def read_pcap(data, with_ts=False):
 FLOWLET_GAPS_US = (100, 500, 10000, 100000, 500000)
 
 
-def flowlets(pkts_per_host, gaps_us=FLOWLET_GAPS_US):
+def flowlets(pkts_per_host, gaps_us=FLOWLET_GAPS_US, min_bytes=1 << 20):
     """pkts_per_host: {host: [(seconds, orig_len, frame)]}: per gap, the
     flowlets the receivers' data skbs form (a new flowlet after an
     inactivity gap longer than the gap): count, mean and largest size,
     and the mean share of a flow's bytes in its largest flowlet (Presto
-    Fig. 1's point: flowlets are not uniform)"""
+    Fig. 1's point: flowlets are not uniform).  Only flows that carried
+    at least min_bytes (the elephants, not iperf3's control connections)."""
     per_flow = {}
     for h, pkts in pkts_per_host.items():
         for ts, orig, frame in pkts:
@@ -99,6 +100,7 @@ def flowlets(pkts_per_host, gaps_us=FLOWLET_GAPS_US):
             if r is None or r[2] == 0:
                 continue
             per_flow.setdefault((h,) + r[0], []).append((ts, r[2]))
+    per_flow = {k: v for k, v in per_flow.items() if sum(n for _t, n in v) >= min_bytes}
     out = {}
     for g in gaps_us:
         sizes, top_share = [], []

@@ -97,7 +97,7 @@ def presto_raw():
                flowlets=grocap.flowlets({"h9": [(i * 1e-3, o, f) for i, (o, f) in
                                                 enumerate(grocap.read_pcap(pcap([frame(q, m, fc)
                                                                                  for q, fc in order])))]},
-                                        gaps_us=(500, 5000)))
+                                        gaps_us=(500, 5000), min_bytes=0))
     for i, s in enumerate(schemes):
         busy = 100 + 10 * i                  # ticks: each scheme 10 more than the one before
         runs.append(dict(scheme=s["name"], workload="stride", duration_s=10.0, flows=json.loads(json.dumps(flows)),
@@ -196,7 +196,8 @@ def test_flowlets_split_at_inactivity_gaps():
         out += struct.pack("<IIII", int(t), int(round((t % 1) * 1e6)), len(data), orig) + data
     pk = grocap.read_pcap(out, with_ts=True)
     assert pk[1][0] == pytest.approx(50e-6)
-    f = grocap.flowlets({"h9": pk}, gaps_us=(100, 500, 5000))
+    assert grocap.flowlets({"h9": pk}, gaps_us=(100,))["100"]["flowlets"] == 0     # not an elephant
+    f = grocap.flowlets({"h9": pk}, gaps_us=(100, 500, 5000), min_bytes=0)
     assert f["100"]["flowlets"] == 3 and f["100"]["max_bytes"] == 3 * m
     assert f["500"]["flowlets"] == 2 and f["500"]["largest_share"] == pytest.approx(5 / 6)
     assert f["5000"]["flowlets"] == 1 and f["5000"]["per_flow"] == 1
