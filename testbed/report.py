@@ -119,8 +119,8 @@ def receiver(r):
     if cap:
         out["capture"] = {k: cap.get(k) for k in (
             "data_skbs", "mean_bytes", "p10_bytes", "p50_bytes", "p90_bytes", "p99_bytes", "one_mss_share",
-            "ooo_skbs", "old_skbs", "late_skbs", "flowcells", "fc_ooo_zero_share", "fc_ooo_p50", "fc_ooo_p90", "fc_ooo_p99",
-            "fc_ooo_max", "dropped", "flowlets")}
+            "ooo_skbs", "old_skbs", "late_skbs", "flowcells", "fc_ooo_zero_share", "fc_ooo_p50", "fc_ooo_p90",
+            "fc_ooo_p99", "fc_ooo_max", "dropped", "flowlets")}
     return out
 
 
@@ -135,7 +135,8 @@ def cpu_cost(r):
     busy = j["total"] - j.get("idle", 0) - j.get("iowait", 0)
     nbytes = sum(f.get("bytes") or 0 for f in r["flows"])
     fc = (r.get("host_counters") or {}).get("flowcell") or {}
-    return dict(busy_s=busy / USER_HZ, upcalls=fc.get("lookup_missed"), upcalls_lost=fc.get("lookup_lost"), softirq_s=j.get("softirq", 0) / USER_HZ, system_s=j.get("system", 0) / USER_HZ,
+    return dict(busy_s=busy / USER_HZ, upcalls=fc.get("lookup_missed"), upcalls_lost=fc.get("lookup_lost"),
+                softirq_s=j.get("softirq", 0) / USER_HZ, system_s=j.get("system", 0) / USER_HZ,
                 user_s=(j.get("user", 0) + j.get("nice", 0)) / USER_HZ, ncpu=j.get("ncpu"),
                 delivered_bytes=nbytes,
                 us_per_segment=(busy / USER_HZ * 1e6 / (nbytes / MSS)) if nbytes else None,
@@ -367,8 +368,8 @@ def markdown(res, pngs, out):
               "Per run, summed over the receiving hosts. TCP OFO: `TcpExtTCPOFOQueue` (skbs TCP queued out of "
               "order). IP mean skb: `IpExtInOctets / IpInReceives` (every IPv4 skb after GRO, ACKs included). "
               "With a capture (`gro_capture`): data skbs, their TCP payload (mean, p10/p50/p90, share of at most "
-              "one MSS), skbs past a hole (out of order) or behind the next expected byte (old; late: old skbs carrying "
-              "an older flowcell ID than the flow had shown, i.e. reordered original data, not retransmissions), "
+              "one MSS), skbs past a hole (out of order) or behind the next expected byte (old; late: old skbs "
+              "carrying an older flowcell ID than the flow had shown, i.e. reordered original data, not retransmissions), "
               "and the paper's "
               "count per flowcell (skbs of other flowcells between its first and last skb: share at 0, p99, max).",
               "",
