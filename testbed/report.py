@@ -370,7 +370,8 @@ def markdown(res, pngs, out):
               "With a capture (`gro_capture`): data skbs, their TCP payload (mean, p10/p50/p90, share of at most "
               "one MSS), skbs past a hole (out of order) or behind the next expected byte (old; late: old skbs "
               "carrying an older flowcell ID than the flow had shown, i.e. reordered original data, not "
-              "retransmissions), and the paper's count per flowcell (skbs of other flowcells between its first and last skb: share at 0, p99, max).",
+              "retransmissions), and the paper's count per flowcell (skbs of other flowcells between its first "
+              "and last skb: share at 0, p99, max).",
               "",
               "| scheme | workload | elephant mean | TCP OFO | retrans | IP mean skb (B) | data skbs | payload mean / "
               "p10 / p50 / p90 (B) | <= 1 MSS | out of order / old / late skbs | flowcells: at 0 / p99 / max | "
