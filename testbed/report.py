@@ -278,14 +278,14 @@ def plots(raw, res, out):
     caps = [(r["scheme"], r["workload"], r.get("gro_capture")) for r in raw["runs"] if r.get("gro_capture")]
     if caps:
         fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-        for s, wl, c in caps:
+        for i, (s, wl, c) in enumerate(caps):
             lab = f"{s} {wl}" if len(workloads) > 1 else s
             if c.get("size_cdf"):
                 axes[0].step([x[0] / 1000 for x in c["size_cdf"]], [x[1] for x in c["size_cdf"]], where="post",
-                             label=lab)
+                             label=lab, color=f"C{i % 10}")
             if c.get("fc_ooo_cdf"):
                 axes[1].step([x[0] for x in c["fc_ooo_cdf"]], [x[1] for x in c["fc_ooo_cdf"]], where="post",
-                             label=lab)
+                             label=lab, color=f"C{i % 10}")
         axes[0].set_xlabel("TCP payload of each skb pushed up (KB)")
         axes[0].set_title("segment sizes at TCP (Fig. 5b)")
         axes[1].set_xlabel("skbs of other flowcells inside a flowcell")
