@@ -17,6 +17,14 @@ values read at the end of a run are that run's:
   presto_gro per host, /sys/class/net/eth0/presto_gro/* (Presto's modes)
   flowcell   the datapath's flowcell counters (`ovs-dpctl show`)
 
+nstat also keeps IPv4's receive counters (Ip, IpExt): InReceives counts
+the skbs IP receives after GRO (Presto GRO included), InOctets their
+bytes and In{NoECT,ECT0,ECT1,CE}Pkts their wire segments (gso_segs), so
+rx_mean_skb_bytes() and rx_segs_per_skb() give the mean size of what GRO
+pushes up for free (ACKs included).  The distribution, the reordering
+that reaches TCP and the paper's per-flowcell out-of-order count come
+from GroCapture (opt in: the experiment's "gro_capture").
+
 Reading never fails a run: an error is recorded instead.
 """
 import json
@@ -44,7 +52,10 @@ TOTAL_KEYS = ("TcpRetransSegs", "TcpOutSegs", "TcpExtTCPSACKReorder", "TcpExtTCP
               "TcpExtTCPOFOQueue", "TcpExtTCPOFODrop", "TcpExtTCPOFOMerge", "TcpExtTCPRcvQDrop",
               "TcpExtTCPSpuriousRtxHostQueues", "TcpExtTCPWantZeroWindowAdv", "TcpExtTCPToZeroWindowAdv",
               "TcpExtTCPSACKReneging", "TcpExtTCPLossFailures", "TcpExtTCPRcvCoalesce",
-              "TcpExtTCPHystartTrainDetect", "TcpExtTCPHystartDelayDetect", "TcpExtTCPAckCompressed")
+              "TcpExtTCPHystartTrainDetect", "TcpExtTCPHystartDelayDetect", "TcpExtTCPAckCompressed",
+              "TcpInSegs", "IpInReceives", "IpExtInOctets", "IpExtInNoECTPkts", "IpExtInECT0Pkts",
+              "IpExtInECT1Pkts", "IpExtInCEPkts")
+MIB_PREFIXES = ("Tcp", "TcpExt", "Ip", "IpExt")
 
 
 def _mib(path):
@@ -55,14 +66,14 @@ def _mib(path):
     for names, values in zip(lines[0::2], lines[1::2]):
         p, names = names.split(":", 1)
         _p, values = values.split(":", 1)
-        if p not in ("Tcp", "TcpExt"):
+        if p not in MIB_PREFIXES:
             continue
         for n, v in zip(names.split(), values.split()):
             try:
                 v = int(v)
             except ValueError:
                 continue
-            if v and n not in ("RtoAlgorithm", "RtoMin", "RtoMax", "MaxConn"):
+            if v and n not in ("RtoAlgorithm", "RtoMin", "RtoMax", "MaxConn", "Forwarding", "DefaultTTL"):
                 out[p + n] = v
     return out
 
@@ -209,6 +220,11 @@ def flowcell(fab):
     d = {k: int(v) for k, v in re.findall(r"\b(flows|limit|packets|bytes|cells|evictions|expired|"
                                           r"alloc_fails|fallbacks|seed):(\d+)", text)}
     lines = [x.strip() for x in text.splitlines() if "flowcell" in x or "cells:" in x]
+    # the datapath's flow-table lookups: "missed" went to ovs-vswitchd
+    # (an upcall), "lost" were dropped on the way
+    m = re.search(r"lookups: hit:(\d+) missed:(\d+) lost:(\d+)", text)
+    if m:
+        d.update(lookup_hit=int(m.group(1)), lookup_missed=int(m.group(2)), lookup_lost=int(m.group(3)))
     return dict(d, raw=lines)
 
 

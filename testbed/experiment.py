@@ -189,6 +189,10 @@ def _cross_problems(exp):
         if sc["name"] in seen:
             out.append((f"schemes[{i}].name", f"{sc['name']!r} is also schemes[{seen[sc['name']]}]'s name"))
         seen.setdefault(sc["name"], i)
+    for i, sc in enumerate(exp["schemes"]):
+        b = sc.get("cpu_baseline")
+        if b is not None and (b not in seen or b == sc["name"]):
+            out.append((f"schemes[{i}].cpu_baseline", f"{b!r} is not another scheme of this experiment"))
     seen = {}
     for i, wl in enumerate(exp["workloads"]):
         label = wl.get("label") or "+".join(p["name"] for p in [wl] + list(wl.get("with", [])))

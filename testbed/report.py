@@ -84,6 +84,79 @@ def notification_overhead(ports, duration_s, meta):
                 max_buffer_share=max(p["nf_backlog_max"] for p in fl) / buf)
 
 
+USER_HZ = 100           # /proc/stat's tick
+MSS = 1448              # payload bytes of a full segment (1500-byte MTU, TCP timestamps)
+# Presto Fig. 5 and 6, as the paper prints them (Sec. 5, 10 Gbit/s testbed)
+PAPER_RX = {"official GRO": "4.6 Gbit/s at 86% CPU; segments of other flowcells inside a flowcell: "
+                            "mostly nonzero; many small segments pushed up",
+            "Presto GRO": "9.3 Gbit/s at 69% CPU; 0 out-of-order segments; large segments pushed up"}
+PAPER_CPU_OVERHEAD = 0.06   # Fig. 6: Presto (Clos, Presto GRO) against official GRO (non-blocking switch)
+PRESTO_GRO_SUMS = ("held", "pushed_inorder", "pushed_timeout", "pushed_loss", "pushed_old",
+                   "pushed_evicted", "reorder_events", "late_fills")
+
+
+def receiver(r):
+    """what reached TCP at the receivers (Presto Fig. 5): the capture's
+    record (testbed/grocap.py, when the experiment had gro_capture), TCP's
+    out-of-order queueing, IP's mean skb size and Presto GRO's counters,
+    summed over hosts; None when the run has none of them"""
+    hc = r.get("host_counters") or {}
+    tot = (hc.get("nstat") or {}).get("totals") or {}
+    cap = r.get("gro_capture")
+    if not tot and not cap:
+        return None
+    out = dict(tcp_ofo_queue=tot.get("TcpExtTCPOFOQueue"), retrans_segs=tot.get("TcpRetransSegs"),
+               ip_in_skbs=tot.get("IpInReceives"))
+    segs = sum(tot.get(k, 0) for k in ("IpExtInNoECTPkts", "IpExtInECT0Pkts", "IpExtInECT1Pkts",
+                                       "IpExtInCEPkts"))
+    out["ip_mean_skb_bytes"] = (tot["IpExtInOctets"] / tot["IpInReceives"]) if tot.get("IpInReceives") else None
+    out["ip_segs_per_skb"] = (segs / tot["IpInReceives"]) if tot.get("IpInReceives") and segs else None
+    gro = {h: d for h, d in (hc.get("presto_gro") or {}).items() if isinstance(d, dict) and d.get("enabled")}
+    if gro:
+        out["presto_gro"] = {k: sum(int(d.get(k, 0)) for d in gro.values()) for k in PRESTO_GRO_SUMS}
+        ew = [d["ewma_us"] for d in gro.values() if d.get("ewma_us")]
+        out["presto_gro"]["ewma_us_mean"] = statistics.mean(ew) if ew else 0
+    if cap:
+        out["capture"] = {k: cap.get(k) for k in (
+            "data_skbs", "mean_bytes", "p10_bytes", "p50_bytes", "p90_bytes", "p99_bytes", "one_mss_share",
+            "ooo_skbs", "old_skbs", "late_skbs", "flowcells", "fc_ooo_zero_share", "fc_ooo_p50", "fc_ooo_p90",
+            "fc_ooo_p99", "fc_ooo_max", "dropped", "flowlets")}
+    return out
+
+
+def cpu_cost(r):
+    """virtual CPU time per delivered byte (Presto Fig. 6): busy ticks of
+    /proc/stat over the run (every CPU; the guest runs all hosts, the
+    switches and the vSwitch) over the payload bytes the flows
+    delivered; None without cpu_jiffies"""
+    j = r.get("cpu_jiffies")
+    if not j or not j.get("total"):
+        return None
+    busy = j["total"] - j.get("idle", 0) - j.get("iowait", 0)
+    nbytes = sum(f.get("bytes") or 0 for f in r["flows"])
+    fc = (r.get("host_counters") or {}).get("flowcell") or {}
+    return dict(busy_s=busy / USER_HZ, upcalls=fc.get("lookup_missed"), upcalls_lost=fc.get("lookup_lost"),
+                softirq_s=j.get("softirq", 0) / USER_HZ, system_s=j.get("system", 0) / USER_HZ,
+                user_s=(j.get("user", 0) + j.get("nice", 0)) / USER_HZ, ncpu=j.get("ncpu"),
+                delivered_bytes=nbytes,
+                us_per_segment=(busy / USER_HZ * 1e6 / (nbytes / MSS)) if nbytes else None,
+                softirq_us_per_segment=(j.get("softirq", 0) / USER_HZ * 1e6 / (nbytes / MSS)) if nbytes else None)
+
+
+def cpu_overheads(meta, runs):
+    """each run whose scheme names a cpu_baseline: its CPU per segment
+    against the baseline's on the same workload"""
+    base = {s["name"]: s.get("cpu_baseline") for s in ((meta.get("experiment") or {}).get("schemes") or [])}
+    by = {(r["scheme"], r["workload"]): r for r in runs}
+    for r in runs:
+        b = by.get((base.get(r["scheme"]), r["workload"]))
+        c, cb = r.get("cpu_cost"), (b or {}).get("cpu_cost")
+        if c and cb and c.get("us_per_segment") and cb.get("us_per_segment"):
+            r["cpu_overhead"] = dict(baseline=b["scheme"], ratio=c["us_per_segment"] / cb["us_per_segment"] - 1,
+                                     softirq_ratio=(c["softirq_us_per_segment"] / cb["softirq_us_per_segment"] - 1)
+                                     if cb.get("softirq_us_per_segment") else None)
+
+
 def analyse(raw):
     meta = raw["meta"]
     link_bps = (meta.get("link_mbit") or 0) * 1e6 or None
@@ -116,6 +189,8 @@ def analyse(raw):
             notifications=notification_overhead(ports, r["duration_s"], meta),
             rtt_us=r.get("rtt_us"),
             cpu=r.get("cpu"),
+            receiver=receiver(r),
+            cpu_cost=cpu_cost(r),
             fault_errors=list(r.get("fault_errors") or []),
             incomplete=sum(1 for f in flows if f.get("tput_bps") is None and f.get("fct_us") is None)))
     # each scheme's elephant throughput against "optimal" on the same workload
@@ -123,6 +198,7 @@ def analyse(raw):
     for r in runs:
         o = opt.get(r["workload"])
         r["of_optimal"] = (r["elephant_mean_bps"] / o) if o and r["elephant_mean_bps"] is not None else None
+    cpu_overheads(meta, runs)
     # a run whose fault failed (or never happened) is not the run the
     # experiment asked for: the report says FAILED
     failed = [f"{r['scheme']}/{r['workload']}: {e}" for r in runs for e in r["fault_errors"]]
@@ -198,6 +274,31 @@ def plots(raw, res, out):
         fig.savefig(p, dpi=110)
         plt.close(fig)
         pngs.append(p)
+    # Presto Fig. 5: what GRO pushes up (captured runs)
+    caps = [(r["scheme"], r["workload"], r.get("gro_capture")) for r in raw["runs"] if r.get("gro_capture")]
+    if caps:
+        fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+        for i, (s, wl, c) in enumerate(caps):
+            lab = f"{s} {wl}" if len(workloads) > 1 else s
+            if c.get("size_cdf"):
+                axes[0].step([x[0] / 1000 for x in c["size_cdf"]], [x[1] for x in c["size_cdf"]], where="post",
+                             label=lab, color=f"C{i % 10}")
+            if c.get("fc_ooo_cdf"):
+                axes[1].step([x[0] for x in c["fc_ooo_cdf"]], [x[1] for x in c["fc_ooo_cdf"]], where="post",
+                             label=lab, color=f"C{i % 10}")
+        axes[0].set_xlabel("TCP payload of each skb pushed up (KB)")
+        axes[0].set_title("segment sizes at TCP (Fig. 5b)")
+        axes[1].set_xlabel("skbs of other flowcells inside a flowcell")
+        axes[1].set_title("out-of-order count per flowcell (Fig. 5a)")
+        for ax in axes:
+            ax.set_ylabel("CDF")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
+        fig.tight_layout()
+        p = os.path.join(out, "gro_fig5.png")
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        pngs.append(p)
     # FCT percentiles by size class
     if any(r["fct"] for r in runs):
         fig, ax = plt.subplots(figsize=(8, 4))
@@ -261,6 +362,79 @@ def markdown(res, pngs, out):
             n = r["notifications"]
             L.append(f"| {r['scheme']} | {r['workload']} | {n['generated']} | {n['sent']} | {n['cap_drops']} |"
                      f" {frac(n['max_rate_share'], 2)} | {frac(n['max_buffer_share'], 2)} |")
+    rx = [r for r in res["runs"] if r.get("receiver")]
+    if rx:
+        L += ["", "## Receiver: what reaches TCP (Presto Fig. 5)", "",
+              "Per run, summed over the receiving hosts. TCP OFO: `TcpExtTCPOFOQueue` (skbs TCP queued out of "
+              "order). IP mean skb: `IpExtInOctets / IpInReceives` (every IPv4 skb after GRO, ACKs included). "
+              "With a capture (`gro_capture`): data skbs, their TCP payload (mean, p10/p50/p90, share of at most "
+              "one MSS), skbs past a hole (out of order) or behind the next expected byte (old; late: old skbs "
+              "carrying an older flowcell ID than the flow had shown, i.e. reordered original data, not "
+              "retransmissions), and the paper's count per flowcell (skbs of other flowcells between its first "
+              "and last skb: share at 0, p99, max).",
+              "",
+              "| scheme | workload | elephant mean | TCP OFO | retrans | IP mean skb (B) | data skbs | payload mean / "
+              "p10 / p50 / p90 (B) | <= 1 MSS | out of order / old / late skbs | flowcells: at 0 / p99 / max | "
+              "capture drops | Presto GRO: held / timeout / loss / old / reorder events / EWMA |",
+              "|" + "---|" * 13]
+        for r in rx:
+            v = r["receiver"]
+            c = v.get("capture") or {}
+            g = v.get("presto_gro")
+
+            def n(x, fmt="{:.0f}"):
+                return "-" if x is None else fmt.format(x)
+            cap_s = ("- | - | - | - | - | -" if not c else
+                     f"{n(c['data_skbs'])} | {n(c['mean_bytes'])} / {n(c['p10_bytes'])} / {n(c['p50_bytes'])} / "
+                     f"{n(c['p90_bytes'])} | {frac(c['one_mss_share'], 1)} | {n(c['ooo_skbs'])} / {n(c['old_skbs'])} / "
+                     f"{n(c.get('late_skbs'))} | "
+                     + (f"{frac(c['fc_ooo_zero_share'], 1)} / {n(c['fc_ooo_p99'])} / {n(c['fc_ooo_max'])} "
+                        f"(of {c['flowcells']})" if c.get("flowcells") else "no flowcell IDs")
+                     + f" | {n(c['dropped'])}")
+            g_s = "-" if not g else (f"{g['held']} / {g['pushed_timeout']} / {g['pushed_loss']} / {g['pushed_old']} / "
+                                     f"{g['reorder_events']} / {g['ewma_us_mean'] / 1000:.1f} ms")
+            L.append(f"| {r['scheme']} | {r['workload']} | {mbit(r['elephant_mean_bps'])} | {n(v['tcp_ofo_queue'])} | "
+                     f"{n(v['retrans_segs'])} | {n(v['ip_mean_skb_bytes'])} | {cap_s} | {g_s} |")
+        L += ["", "Paper (Fig. 5, two paths, 10 Gbit/s): official GRO " + PAPER_RX["official GRO"] + "; Presto GRO "
+              + PAPER_RX["Presto GRO"] + ". Goal: 0 out-of-order segments reach TCP without loss."]
+    fl = [r for r in rx if (r["receiver"].get("capture") or {}).get("flowlets")]
+    if fl:
+        gaps = list(fl[0]["receiver"]["capture"]["flowlets"])
+        L += ["", "## Flowlets in these flows (Presto Fig. 1)", "",
+              "How flowlet switching would cut the captured flows: a new flowlet after an inactivity gap longer "
+              "than the column's, at the receiver (arrivals after GRO). Per gap: flowlets per flow, mean size, "
+              "and the mean share of a flow's bytes in its largest flowlet.", "",
+              "| scheme | workload | " + " | ".join(f"gap {int(g) / 1000:g} ms" for g in gaps) + " |",
+              "|---|---|" + "---|" * len(gaps)]
+        for r in fl:
+            f = r["receiver"]["capture"]["flowlets"]
+            L.append(f"| {r['scheme']} | {r['workload']} | " + " | ".join(
+                "-" if not f[g].get("flowlets") else
+                f"{f[g]['per_flow']:.0f} per flow, {f[g]['mean_bytes'] / 1000:.0f} KB, largest "
+                f"{frac(f[g]['largest_share'])}" for g in gaps) + " |")
+    cc = [r for r in res["runs"] if r.get("cpu_cost")]
+    if cc:
+        L += ["", "## CPU cost (Presto Fig. 6)", "",
+              "Virtual CPU time (/proc/stat busy ticks, all CPUs: every host, switch and vSwitch of the guest, and "
+              "the testbed's own processes) per MSS of payload delivered (1448 B), and against the scheme's "
+              "`cpu_baseline` on the same workload.", "",
+              "| scheme | workload | elephant mean | busy CPU s (softirq / system / user) | delivered MB | "
+              "CPU us per segment | softirq us per segment | against | overhead (softirq) | upcalls (lost) |",
+              "|" + "---|" * 10]
+        for r in cc:
+            c = r["cpu_cost"]
+            o = r.get("cpu_overhead") or {}
+            L.append(f"| {r['scheme']} | {r['workload']} | {mbit(r['elephant_mean_bps'])} | {c['busy_s']:.2f} "
+                     f"({c['softirq_s']:.2f} / {c['system_s']:.2f} / {c['user_s']:.2f}) | "
+                     f"{c['delivered_bytes'] / 1e6:.1f} | "
+                     + ("-" if c["us_per_segment"] is None else f"{c['us_per_segment']:.1f}") + " | "
+                     + ("-" if c["softirq_us_per_segment"] is None else f"{c['softirq_us_per_segment']:.1f}")
+                     + f" | {o.get('baseline', '-')} | "
+                     + (f"{o['ratio'] * 100:+.1f}%" if o else "-")
+                     + (f" ({o['softirq_ratio'] * 100:+.1f}%)" if o.get("softirq_ratio") is not None else "")
+                     + (" | -" if c.get("upcalls") is None else f" | {c['upcalls']} ({c['upcalls_lost']})") + " |")
+        L += ["", f"Paper (Fig. 6): Presto's receiver CPU {PAPER_CPU_OVERHEAD * 100:.0f}% above official GRO's "
+              "on average (Presto GRO on the Clos against official GRO on a non-blocking switch, both at 9.3 Gbit/s)."]
     fcts = [(r, c, s) for r in res["runs"] for c, s in r["fct"].items()]
     if fcts:
         L += ["", "## Flow completion times", "", "| scheme | workload | size | n | p50 | p90 | p99 | p99.9 |",

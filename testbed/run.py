@@ -72,6 +72,22 @@ from dcnet import hostrun  # noqa: E402
 from dcnet.stats import CPU_LIMIT, cpu_sample as cpu_busy  # noqa: E402
 
 HASH_SEED = 1               # fib_multipath_hash_seed unless the experiment sets hash_seed
+CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def cpu_jiffies():
+    """/proc/stat's first line by field (USER_HZ ticks summed over the
+    CPUs), "total" their sum, "ncpu" the CPUs: the run record keeps the
+    differences, from which the report derives CPU time per byte"""
+    with open("/proc/stat") as f:
+        lines = f.read().splitlines()
+    v = [int(x) for x in lines[0].split()[1:len(CPU_FIELDS) + 1]]
+    d = dict(zip(CPU_FIELDS, v))
+    d["total"] = sum(v)
+    d["ncpu"] = sum(1 for x in lines if re.match(r"cpu\d+ ", x))
+    return d
+
+
 CPORT_BASE = 20000          # iperf3 --cport: flow i's data connection leaves from CPORT_BASE + i
 
 
@@ -278,10 +294,17 @@ def run_one(fab, scheme, wl, flows, exp):
              "sockperf", "ping-pong", "--tcp", "-i", fab.ip(hosts[-1]),
              "-p", str(SOCKPERF_PORT), "-t", str(max(1, int(duration) - 4)),
              "-m", "64", "--mps", str(exp.get("rtt_probe_mps", 500)), "--full-log", log]))
+    # what GRO pushes up at every host (opt in: it costs CPU)
+    cap = None
+    if exp.get("gro_capture"):
+        import grocap
+        cap = grocap.GroCapture(fab)
+        cap.start()
     late = gate.open()
     if late:
         print(f"run: {late} clients had not reached the start barrier after {gate.TIMEOUT_S} s", flush=True)
     t_cpu0 = cpu_busy()
+    j_cpu0 = cpu_jiffies()
     for p, lines in zip(scheds, sched_lines):
         p.stdin.write(lines)    # after the barrier: sh does not read it
         p.stdin.close()
@@ -336,6 +359,8 @@ def run_one(fab, scheme, wl, flows, exp):
                 done[str(j["id"])] = j
     recs += [sized_record(f, done.get(str(f["id"]))) for f in sized]
     t_cpu1 = cpu_busy()
+    j_cpu1 = cpu_jiffies()
+    gro_capture = cap.stop() if cap else None
     for t in ss_timers:
         t.cancel()
         t.join(60)
@@ -361,6 +386,8 @@ def run_one(fab, scheme, wl, flows, exp):
                 flowcell_seed=(fab.flowcell_seed if fab.mode == "presto" and not fab.flowcell_seed_error
                                else None),
                 ports=fab.port_counters(), rtt_us=rtt, host_counters=host_counters,
+                gro_capture=gro_capture,
+                cpu_jiffies=dict({k: j_cpu1[k] - j_cpu0[k] for k in j_cpu0 if k != "ncpu"}, ncpu=j_cpu1["ncpu"]),
                 cpu={"guest": max(0.0, min(1.0, 1 - idle / tot)) if tot else 0.0})
 
 
