@@ -34,12 +34,17 @@ HOST_KEYS = ("TcpExtTCPTimeouts", "TcpRetransSegs", "TcpExtTCPFastLaneNotify", "
 
 
 def load_raws(out):
-    paths = [os.path.join(out, "raw.json")] + sorted(glob.glob(os.path.join(out, "run*", "raw.json")))
+    """OUT's raw.json, or raw.json.xz as kept under docs/results/, and a
+    --repeat run's run*/raw.json"""
+    import lzma
     raws = []
-    for p in paths:
-        if os.path.exists(p):
-            with open(p) as f:
-                raws.append((p, json.load(f)))
+    for d in [out] + sorted(glob.glob(os.path.join(out, "run*"))):
+        for name, opener in (("raw.json", open), ("raw.json.xz", lzma.open)):
+            p = os.path.join(d, name)
+            if os.path.exists(p):
+                with opener(p, "rt") as f:
+                    raws.append((p, json.load(f)))
+                break
     return raws
 
 
@@ -103,9 +108,14 @@ def report(out):
     L = ["# FastLane over multiple paths on the Clos: FL-FH against FL-PS", ""]
     for path, raw in raws:
         meta = raw.get("meta", {})
+        vm = {}
+        vmp = os.path.join(os.path.dirname(path), "vm.json")
+        if os.path.exists(vmp):
+            with open(vmp) as f:
+                vm = json.load(f)
         cells = [cell(r) for r in raw["runs"]]
-        L += [f"From `{os.path.relpath(path, out)}` (kernel {meta.get('kernel', meta.get('uname', '?'))}, "
-              f"clock {meta.get('clock', '?')}).", ""]
+        L += [f"From `{os.path.relpath(path, out)}` (kernel {meta.get('kernel', '?')}, "
+              f"clock {vm.get('clock', meta.get('clock', '?'))}, commit {vm.get('commit', '?')}).", ""]
         for wl in sorted({c["workload"] for c in cells}):
             cs = [c for c in cells if c["workload"] == wl]
             base = next((c for c in cs if c["scheme"] == BASE), None)

@@ -45,3 +45,12 @@ def test_cli_without_raw_fails(tmp_path):
     r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "fastlane_clos.py"), str(tmp_path)],
                        capture_output=True, text=True)
     assert r.returncode != 0 and "no raw.json" in r.stderr
+
+
+def test_reads_the_kept_xz(tmp_path):
+    import lzma
+    raw = dict(meta={}, runs=[run("tcp-codel", 1000, 100000), run("fl-ps", 200, 40000)])
+    with lzma.open(tmp_path / "raw.json.xz", "wt") as f:
+        json.dump(raw, f)
+    assert "| 2 KB p99.9 FCT against TCP-Codel | -81% (1.12 -> 0.21 ms, FL-PS) | - | -80% |" in \
+        fastlane_clos.report(str(tmp_path))
