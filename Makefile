@@ -20,7 +20,7 @@ PY := $(VENV)/bin/python
 REPEAT ?= 1
 
 .PHONY: all deps kernel kernel-debug kernel-release tools demo check check-host \
-	check-guest bench-d2tcp bench-htb bench-fastlane bench-presto iproute2 ovs series checkpatch clean distclean help \
+	check-guest bench-d2tcp bench-htb bench-fastlane bench-fastlane-clos bench-presto iproute2 ovs series checkpatch clean distclean help \
 	testbed testbed-physical-selftest
 
 all: deps kernel-release tools demo testbed
@@ -74,6 +74,13 @@ bench-d2tcp: deps kernel-release tools
 bench-fastlane: deps kernel-release tools
 	@$(PY) bench/fastlane.py --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-fastlane --repeat $(REPEAT)
 	@echo "report: $(RESULTS)/bench-fastlane/report.md"
+	@$(MAKE) --no-print-directory bench-fastlane-clos
+
+# FastLane over multiple paths (issue 19): TCP-Codel, FL-FH, FL-PS, DCTCP on the Clos
+bench-fastlane-clos: deps kernel-release tools
+	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/fastlane-scatter.json --out $(RESULTS)/bench-fastlane/clos --repeat $(REPEAT)
+	@$(PY) bench/fastlane_clos.py $(RESULTS)/bench-fastlane/clos > /dev/null
+	@echo "report: $(RESULTS)/bench-fastlane/clos/fastlane-scatter.md"
 
 bench-htb: deps kernel-release tools
 	@$(PY) bench/htb.py --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-htb --repeat $(REPEAT)

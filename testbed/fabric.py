@@ -3,7 +3,7 @@
     from fabric import Fabric, Topology
     topo = Topology(kind="clos", spines=4, leaves=4, hosts_per_leaf=4,
                     link_mbit=10, buffer_bytes=131072)
-    fab = Fabric(topo, mode="ecmp")     # or "mptcp", "l2", "presto", "l2ecmp"
+    fab = Fabric(topo, mode="ecmp")     # or "scatter", "mptcp", "l2", "presto", "l2ecmp"
     ...
     fab.close()
 
@@ -15,7 +15,7 @@ named X (leaf l1's ports: h1..h4 and s1..s4), a host's uplink is eth0.
 
 Every switch egress port is a switch port queue: HTB at the link rate with
 a byte-limited FIFO of buffer_bytes (RED marking CE above ecn_k_bytes when
-set; netem when delay_us is set, whose limit is the buffer in MTU
+set; CoDel with ECN when codel_target_us is set; netem when delay_us is set, whose limit is the buffer in MTU
 packets plus the packets in its delay line).  Host NICs are HTB at the
 link rate over a 1000-packet FIFO, or over netem when host_delay_us is
 set (the hosts' latency; limit 1000 packets plus the delay line).
@@ -28,6 +28,14 @@ Forwarding modes:
          spines with multipath routes hashed on the 5-tuple
          (fib_multipath_hash_policy 3, fields HASH_FIELDS); a cut link is taken out of the
          leaves' routes at once
+  scatter the ecmp fabric with per-packet scatter (FastLane's FL-PS): every
+         leaf sends the IPv4 packets it receives from its hosts round
+         robin over the spines, by the low bits of the IP ID (Linux counts
+         it up per TCP segment on each connection): a u32 filter on the
+         host port's ingress marks the packet (skbedit mark k), a policy
+         rule (fwmark k) looks it up in a table whose routes to the other
+         leaves all go through spine k.  IPv6 stays hashed (the kernel has
+         no IPV6_MULTIPLE_TABLES); spine-to-leaf has one path anyway
   mptcp  the ecmp fabric, and hosts run MPTCP with `subflows` subflows
          (one per extra address, ip mptcp endpoints)
   l2     every switch is a Linux bridge that neither learns nor floods;
@@ -144,6 +152,8 @@ class Topology:
     buffer_bytes: int = 131072      # per switch egress port
     ecn_k_bytes: int = 0            # CE marking threshold (0: none)
     fastlane: bool = False          # FastLane ports (sch_fastlane): drop notifications
+    codel_target_us: int = 0        # CoDel with ECN at switch ports (0: none)
+    codel_interval_us: int = 100000  # its interval (with codel_target_us)
     paper_link_mbit: float = 10000.0
 
     def __post_init__(self):
@@ -157,6 +167,11 @@ class Topology:
             raise ValueError("ecn_k_bytes and delay_us cannot be combined on one port")
         if self.fastlane and self.delay_us:
             raise ValueError("fastlane and delay_us cannot be combined on one port")
+        if self.codel_target_us and (self.ecn_k_bytes or self.fastlane or self.delay_us):
+            raise ValueError("codel_target_us cannot be combined with ecn_k_bytes, fastlane or delay_us"
+                             " on one port")
+        if self.codel_target_us < 0 or self.codel_interval_us <= 0:
+            raise ValueError("codel_target_us must be >= 0 and codel_interval_us > 0")
         if self.delay_us < 0 or self.host_delay_us < 0:
             raise ValueError("delay_us and host_delay_us must be >= 0")
 
@@ -188,8 +203,8 @@ class Fabric:
                  hash_fields=None,
                  flowcell_bytes=None, presto_gro=False, flowcell_seed=None, presto_gro_knobs=None):
         from presto import VSWITCH_MODES, FLOWCELL_BYTES
-        if mode not in ("ecmp", "mptcp", "l2") + VSWITCH_MODES:
-            raise ValueError(f"mode {mode!r}: ecmp, mptcp, l2, presto or l2ecmp")
+        if mode not in ("ecmp", "scatter", "mptcp", "l2") + VSWITCH_MODES:
+            raise ValueError(f"mode {mode!r}: ecmp, scatter, mptcp, l2, presto or l2ecmp")
         self.flowcell_bytes = flowcell_bytes or FLOWCELL_BYTES
         self.presto_gro = presto_gro
         self.presto_gro_knobs = dict(presto_gro_knobs or {})     # sysfs name -> value
@@ -314,6 +329,14 @@ class Fabric:
             lim = max(1, t.buffer_bytes // MTU) + self.delay_line_packets(rate, t.delay_us)
             L.append(f"qdisc add dev {dev} parent 1:1 handle 10: netem delay {t.delay_us}us"
                      f" limit {lim}")
+        elif t.codel_target_us:
+            # CoDel (fq_codel with one flow queue is CoDel on one FIFO),
+            # marking CE instead of dropping for ECN-capable packets; the
+            # buffer in MTU packets, and one packet dropped at a time at
+            # the head when it is full (not fq_codel's batch of 64)
+            L.append(f"qdisc add dev {dev} parent 1:1 handle 10: fq_codel limit {max(1, t.buffer_bytes // MTU)}"
+                     f" flows 1 target {t.codel_target_us}us interval {t.codel_interval_us}us"
+                     f" quantum {MTU + 14} drop_batch 1 ecn")
         elif t.ecn_k_bytes:
             k = t.ecn_k_bytes
             L.append(f"qdisc add dev {dev} parent 1:1 handle 10: red limit {t.buffer_bytes} min {k}"
@@ -380,13 +403,73 @@ class Fabric:
             for p in ports:
                 L += self._l3_port_addrs(sw, p)
             L += list(routes)
+            if self.mode == "scatter" and sw.startswith("l"):
+                L += self.scatter_rules(sw) + self.scatter_routes(sw)
         batch("ip", L, ns)
         if self.l2:
             batch("bridge", [f"link set dev {p} learning off flood off mcast_flood off" for p in ports], ns)
         tcl = []
         for p in ports:
             tcl += self._port_qdisc(p)
+        if self.mode == "scatter" and sw.startswith("l"):
+            tcl += self.scatter_filters(sw)
         batch("tc", tcl, ns)
+
+    # ------------------------------------------------- per-packet scatter
+    SCATTER_TABLE = 100             # spine k's table at a leaf: 100 + k
+
+    def _spines(self):
+        return [s for s in self.switches if s.startswith("s")]
+
+    def scatter_rules(self, leaf):
+        """ip lines: fwmark k -> table 100 + k (a miss there, e.g. a host
+        of the same leaf, falls through to the main table)"""
+        return [f"rule add fwmark {int(s[1:])} table {self.SCATTER_TABLE + int(s[1:])}"
+                f" pref {self.SCATTER_TABLE + int(s[1:])}" for s in self._spines()]
+
+    def scatter_routes(self, leaf):
+        """ip lines: in spine k's table, every other leaf through spine k,
+        or, when spine k does not reach that leaf now, through one of the
+        spines that do (so a cut link takes no packets)"""
+        li = int(leaf[1:])
+        leaves = [s for s in self.switches if s.startswith("l")]
+        L = []
+        for s in self._spines():
+            k = int(s[1:])
+            table = self.SCATTER_TABLE + k
+            for other in leaves:
+                if other == leaf:
+                    continue
+                oi = int(other[1:])
+                via = [v for v in self._spines() if self.is_up(leaf, v) and self.is_up(v, other)]
+                if not via:
+                    L.append(f"route del 10.{oi}.0.0/16 table {table}")
+                    continue
+                v = s if s in via else via[(k - 1) % len(via)]
+                L.append(f"route replace 10.{oi}.0.0/16 via 10.{100 + li}.{int(v[1:])}.2 dev {v} table {table}")
+        return L
+
+    def scatter_filters(self, leaf):
+        """tc lines: on every host port's ingress, the low bits of the IPv4
+        ID pick the spine (skbedit mark k): round robin per connection,
+        as Linux counts the ID up per segment (TSO/GSO are off on the
+        hosts, so one packet is one segment)"""
+        spines = self._spines()
+        if not spines:
+            return []
+        m = 1
+        while m < len(spines):
+            m *= 2
+        L = []
+        for h in sorted(self.hosts.values(), key=lambda h: h.index):
+            if h.leaf != leaf:
+                continue
+            L.append(f"qdisc add dev {h.name} handle ffff: ingress")
+            for v in range(m):
+                L.append(f"filter add dev {h.name} parent ffff: protocol ip prio 1 u32"
+                         f" match u16 0x{v:04x} 0x{m - 1:04x} at 4"
+                         f" action skbedit mark {int(spines[v % len(spines)][1:])}")
+        return L
 
     def _l3_port_addrs(self, sw, port):
         if port in self.hosts:          # leaf/switch port towards a host
@@ -524,6 +607,8 @@ class Fabric:
 
     def _reroute(self):
         for leaf, lines in self._route_lines(leaves_only=True).items():
+            if self.mode == "scatter":
+                lines = lines + self.scatter_routes(leaf)
             # -force: a "route del" of a route already gone is no error
             subprocess.run(["ip", "-n", self.ns(leaf), "-force", "-batch", "-"], input="\n".join(lines) + "\n",
                            text=True, capture_output=True)
