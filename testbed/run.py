@@ -640,6 +640,10 @@ def main():
     a = ap.parse_args()
     if a.duration < 0:
         ap.error("--duration must be > 0 (or 0: the experiment's)")
+    if a.reanalyse:
+        # the testbed's report is its own step: testbed/report.py
+        ap.error("--reanalyse is for bench/*.py; the testbed rebuilds a report with "
+                 "testbed/report.py RAW.json --out DIR")
     (guest_main if a.guest else host_main)(a)
 
 
