@@ -340,8 +340,9 @@ static void tcp_fastlane_syn(struct sock *sk, const struct tcp_fastlane_info *nf
 /* A notification for the SYN-ACK of a Fast Open child (a full socket in
  * SYN_RECV, or FIN_WAIT1 if closed that early, that keeps its request
  * until the client acknowledges the SYN-ACK): resent at once by the
- * request, as tcp_fastopen_synack_timer() would at its timeout, at most
- * twice per request like a listener's
+ * request, as tcp_fastopen_synack_timer() would at its timeout, while
+ * the request has been resent at most twice (num_retrans <= 2), as for
+ * a listener's request (tcp_fastlane_req())
  */
 static void tcp_fastlane_fastopen_synack(struct sock *sk,
 					 struct request_sock *req,

@@ -23,7 +23,8 @@ import pytest
 from fabric import netns
 from netlab import sh, tc
 from test_fastlane import (FL_KEYS, Sysctls, blocked,  # noqa: F401
-                           delta, nstat, parse, sniff, splats, tcp_payload_len)
+                           delta, listener_and_client, nstat, parse, sniff, splats,
+                           tcp_payload_len)
 
 TCP_FASTOPEN = 23
 MSG_FASTOPEN = 0x20000000
@@ -192,15 +193,9 @@ def test_time_wait_notification_is_counted_and_dropped(blocked, v6):
     port = b.port
     fam = socket.AF_INET6 if v6 else socket.AF_INET
     dst = b.lab.ip("h2", v6)
-    with netns(b.lab.ns("h2")):
-        ls = socket.socket(fam, socket.SOCK_STREAM)
-        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        ls.bind((dst, port))
-        ls.listen(1)
-    with netns(b.h1):
-        c = socket.socket(fam, socket.SOCK_STREAM)
+    ls, c = listener_and_client(b, fam, dst, port)
     ls.settimeout(10)
-    c.settimeout(10)
+    c.settimeout(10)                    # blocking, with a bound
     s = None
     try:
         bad = splats()
