@@ -148,18 +148,22 @@ def iperf_record(flow, out, duration):
         rec["bytes"] = int(recv.get("bytes", 0))
         rec["tput_bps"] = float(recv.get("bits_per_second", 0))
     srv = (j.get("server_output_json") or {}).get("intervals") or j.get("intervals") or []
-    rec["intervals_bps"] = [float(iv["sum"]["bits_per_second"]) for iv in srv if "sum" in iv]
+    # intervals of an --omit warm-up are flagged "omitted" and left out,
+    # as iperf3 leaves them out of its end sums
+    rec["intervals_bps"] = [float(iv["sum"]["bits_per_second"]) for iv in srv
+                            if "sum" in iv and not iv["sum"].get("omitted")]
     return rec
 
 
-def sized_schedules(fab, flows):
+def sized_schedules(fab, flows, offset_s=0):
     """per (sending host, lane), the `dltraffic sched` lines of its sized
-    flows: at their start times, or (a shuffle's lane) one after the
-    other.  Flows without a lane are lane 0; a shuffle's two lanes are two
-    `dltraffic sched` processes, so two transfers run at a time."""
+    flows: at their start times (plus offset_s, the elephants' omitted
+    warm-up), or (a shuffle's lane) one after the other.  Flows without a
+    lane are lane 0; a shuffle's two lanes are two `dltraffic sched`
+    processes, so two transfers run at a time."""
     per = {}
     for f in flows:
-        at = "+" if f.get("start_s") is None else str(int(f["start_s"] * 1e6))
+        at = "+" if f.get("start_s") is None else str(int((f["start_s"] + offset_s) * 1e6))
         per.setdefault((f["src"], f.get("lane", 0)), []).append(
             (f.get("start_s") or 0, f.get("order", 0),
              f"{f['id']} {fab.ip(f['dst'])}:{SIZED_PORT} {int(f['bytes'])} {at}"))
@@ -223,6 +227,10 @@ class StartGate:
 
 def run_one(fab, scheme, wl, flows, exp):
     duration = exp.get("duration_s", 10)
+    # the elephants' warm-up, left out of their throughput (iperf3
+    # --omit); what is timed (sized flows, faults, the RTT probe, ss
+    # samples) is shifted by it into the measured interval
+    omit = exp.get("omit_s", 0)
     mptcp = fab.mode == "mptcp"
     # what `mptcpize run` does, with the toolbox's copy of its library
     from dcnet.warm import mptcp_preload
@@ -271,11 +279,12 @@ def run_one(fab, scheme, wl, flows, exp):
     for f in flows:
         clients.append((f, fab.spawn(f["src"], wrap + gate.argv(["iperf3", "-c", fab.ip(f["dst"]),
                                                                 "-p", str(f["port"]), "-t", str(duration),
+                                                                *(["-O", str(omit)] if omit else []),
                                                                 "--cport", str(CPORT_BASE + f["id"]),
                                                                 "-i", "0.5", "-J", "--get-server-output"]))))
     scheds = []
     sched_lines = []
-    for (src, _lane), lines in sized_schedules(fab, sized).items():
+    for (src, _lane), lines in sized_schedules(fab, sized, omit).items():
         scheds.append(fab.spawn(src, wrap + gate.argv([DLTRAFFIC, "sched", "-p", str(SIZED_PORT)]),
                                 stdin=subprocess.PIPE))
         sched_lines.append(lines)
@@ -290,7 +299,7 @@ def run_one(fab, scheme, wl, flows, exp):
     log = f"/tmp/testbed-sockperf-{os.getpid()}.csv"
     if exp.get("rtt_probe", True):
         probe = fab.spawn(hosts[0], gate.argv(
-            ["sh", "-c", 'sleep 1 && exec "$@"', "sh",
+            ["sh", "-c", f'sleep {1 + omit} && exec "$@"', "sh",
              "sockperf", "ping-pong", "--tcp", "-i", fab.ip(hosts[-1]),
              "-p", str(SOCKPERF_PORT), "-t", str(max(1, int(duration) - 4)),
              "-m", "64", "--mps", str(exp.get("rtt_probe_mps", 500)), "--full-log", log]))
@@ -309,12 +318,12 @@ def run_one(fab, scheme, wl, flows, exp):
         p.stdin.write(lines)    # after the barrier: sh does not read it
         p.stdin.close()
         p.stdin = None          # or communicate() flushes the closed pipe
-    faults = Faults(fab, exp.get("faults", []))
+    faults = Faults(fab, exp.get("faults", []), omit)
     faults.start()
     # TCP_INFO of the elephants during the run (testbed/counters.py)
     import counters
     ss_samples = []
-    ss_timers = [threading.Timer(frac * duration, lambda frac=frac: ss_samples.append(
+    ss_timers = [threading.Timer(omit + frac * duration, lambda frac=frac: ss_samples.append(
         counters.sample(fab, flows, CPORT_BASE, frac))) for frac in exp.get("ss_at", counters.SS_AT)]
     for t in ss_timers:
         t.daemon = True
@@ -328,7 +337,7 @@ def run_one(fab, scheme, wl, flows, exp):
         # MPTCP connection too, with as many subflows).
         f0, p0 = clients[-1]
         subflows = 0
-        t_end = time.time() + duration + 60
+        t_end = time.time() + omit + duration + 60
         while p0.poll() is None and time.time() < t_end:
             o = subprocess.run(["ss", "-N", fab.ns(f0["src"]), "-MniH", "state", "established",
                                 f"dport = :{f0['port']}"], capture_output=True, text=True).stdout or ""
@@ -338,7 +347,7 @@ def run_one(fab, scheme, wl, flows, exp):
     recs = []
     for f, p in clients:
         try:
-            o, _e = p.communicate(timeout=duration + 120)
+            o, _e = p.communicate(timeout=omit + duration + 120)
         except subprocess.TimeoutExpired:
             p.kill()
             o, _e = p.communicate()
@@ -346,7 +355,7 @@ def run_one(fab, scheme, wl, flows, exp):
     done = {}
     for p in scheds:
         try:
-            o, _e = p.communicate(timeout=10 * duration + 120)
+            o, _e = p.communicate(timeout=omit + 10 * duration + 120)
         except subprocess.TimeoutExpired:
             p.kill()
             o, _e = p.communicate()
@@ -420,7 +429,9 @@ def apply_fault(fab, fault, t0=None):
 class Faults:
     """An experiment's faults during one run, each on a timer thread.
 
-    start() arms the timers (at_s after now); stop() cancels those that
+    start() arms the timers (offset_s + at_s after now: offset_s is the
+    elephants' omitted warm-up, so at_s counts from the measured
+    interval's start, and t_s in a record too); stop() cancels those that
     have not fired, waits for those being applied and returns (records,
     errors): one record per fault (apply_fault's; a fault that never
     happened has applied False and an error saying so), and one message
@@ -428,17 +439,18 @@ class Faults:
     raises."""
     JOIN_TIMEOUT_S = 60
 
-    def __init__(self, fab, faults):
+    def __init__(self, fab, faults, offset_s=0):
         self.fab = fab
+        self.offset_s = offset_s
         self.faults = list(faults)
         self.records = [None] * len(self.faults)
         self.timers = []
         self.t0 = None
 
     def start(self):
-        self.t0 = time.time()
+        self.t0 = time.time() + self.offset_s
         for i, fault in enumerate(self.faults):
-            t = threading.Timer(fault["at_s"], self._fire, (i,))
+            t = threading.Timer(self.offset_s + fault["at_s"], self._fire, (i,))
             t.daemon = True         # a run that raises must not wait for them
             t.start()
             self.timers.append(t)
@@ -616,6 +628,10 @@ def host_main(a):
                           f"{meta.get('hash_seed')}, iperf3 --cport {meta.get('cport_base')}+flow id"
                           + (f", flowcell start seed {meta.get('hash_seed')} (ovs-dpctl set-flowcell)"
                              if any(r.get("flowcell_seed") is not None for r in raw.get("runs", [])) else ""),
+                 "elephants measured": (f"over the last {(meta.get('experiment') or {}).get('duration_s', 10)} s"
+                                        f" of {(meta.get('experiment') or {}).get('omit_s', 0)} s warm-up + "
+                                        f"{(meta.get('experiment') or {}).get('duration_s', 10)} s (iperf3 --omit)"
+                                        if (meta.get("experiment") or {}).get("omit_s") else "from their start"),
                  "virtual CPU": (f"above {CPU_LIMIT * 100:.0f}% busy in " + ", ".join(flags)) if flags
                  else f"at most {CPU_LIMIT * 100:.0f}% busy in every run"}
         hostrun.insert_header(os.path.join(run_out, "report.md"), hostrun.header(run_out, wall, extra))
