@@ -76,10 +76,13 @@ bench-fastlane: deps kernel-release tools
 	@echo "report: $(RESULTS)/bench-fastlane/report.md"
 	@$(MAKE) --no-print-directory bench-fastlane-clos
 
-# FastLane over multiple paths (issue 19): TCP-Codel, FL-FH, FL-PS, DCTCP on the Clos
+# FastLane over multiple paths (issue 19): TCP-Codel, FL-FH, FL-PS, DCTCP on the Clos:
+# the paper's Fig. 4 (utilization), Fig. 5 (a degraded spine link), Fig. 6 (short share)
 bench-fastlane-clos: deps kernel-release tools
 	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/fastlane-scatter.json --out $(RESULTS)/bench-fastlane/clos --repeat $(REPEAT)
-	@$(PY) bench/fastlane_clos.py $(RESULTS)/bench-fastlane/clos > /dev/null
+	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/fastlane-degraded.json --out $(RESULTS)/bench-fastlane/clos-degraded --repeat $(REPEAT)
+	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/fastlane-share.json --out $(RESULTS)/bench-fastlane/clos-share --repeat $(REPEAT)
+	@$(PY) bench/fastlane_clos.py $(RESULTS)/bench-fastlane/clos $(RESULTS)/bench-fastlane/clos-degraded $(RESULTS)/bench-fastlane/clos-share > /dev/null
 	@echo "report: $(RESULTS)/bench-fastlane/clos/fastlane-scatter.md"
 
 bench-htb: deps kernel-release tools

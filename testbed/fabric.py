@@ -650,13 +650,28 @@ class Fabric:
         else:
             self._reroute()
 
+    def degrade_lines(self, node, port, mbit):
+        """[(node, tc lines)]: what degrade_link runs at each end.  The
+        HTB class sets the rate; a switch's FastLane queue takes the new
+        rate too, so its notification cap stays 1% of what the link now
+        carries (its buffer and ce_threshold stay as they are, as a
+        switch's configuration would)"""
+        peer, pport = self.link_peer(node, port)
+        out = []
+        for n, p in ((node, port), (peer, pport)):
+            L = [f"class change dev {p} parent 1: classid 1:1 htb rate {mbit}mbit ceil {mbit}mbit"
+                 f" burst {MTU * 2} cburst {MTU * 2}"]
+            if self.topo.fastlane and n in self.switches:
+                L.append(f"qdisc change dev {p} parent 1:1 handle 10: fastlane rate {mbit}mbit")
+            out.append((n, L))
+        return out
+
     def degrade_link(self, node, port, mbit):
         """change a link's rate (both directions), e.g. 10 -> 1 scaled"""
-        peer, pport = self.link_peer(node, port)
+        peer, _pport = self.link_peer(node, port)
         self.rates[frozenset({node, peer})] = float(mbit)
-        for n, p in ((node, port), (peer, pport)):
-            batch("tc", [f"class change dev {p} parent 1: classid 1:1 htb rate {mbit}mbit ceil {mbit}mbit"
-                         f" burst {MTU * 2} cburst {MTU * 2}"], self.ns(n))
+        for n, lines in self.degrade_lines(node, port, mbit):
+            batch("tc", lines, self.ns(n))
         if self.presto:
             self.presto.link_changed(cause=f"{node}:{port} {mbit} Mbit/s")
 

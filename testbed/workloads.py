@@ -179,17 +179,21 @@ def trace(hosts, cdf, seed=1, duration_s=10, load=0.4, link_mbit=10, **_):
     return _ports(flows)
 
 
-def partagg(hosts, seed=1, duration_s=10, load=0.4, link_mbit=10, **_):
+def partagg(hosts, seed=1, duration_s=10, load=0.4, link_mbit=10, short_share=0.1, **_):
     """FastLane Sec. 5: 10% of the load is short responses (2/4/8/16/32 KB
     each, fanned in to totals of 32-160 KB at one aggregator), 90% is 1 MB
     long flows between random pairs.  A query is one "query" id shared by
-    its responses, which all start together."""
+    its responses, which all start together.  short_share: the fraction of
+    the load from the short responses (FastLane Sec. 4.2.2 / Fig. 6 varies
+    it from 10% to 50% at a fixed total load)."""
+    if not 0 < short_share < 1:
+        raise ValueError(f"short_share {short_share} must lie strictly between 0 and 1")
     rng = random.Random(seed)
     n = len(hosts)
     total_bps = load * link_mbit * 1e6 * n
     flows = []
     # long flows
-    rate_long = 0.9 * total_bps / 8 / (1 << 20)
+    rate_long = (1 - short_share) * total_bps / 8 / (1 << 20)
     t = rng.expovariate(rate_long)
     while t < duration_s:
         src, dst = rng.sample(hosts, 2)
@@ -200,7 +204,7 @@ def partagg(hosts, seed=1, duration_s=10, load=0.4, link_mbit=10, **_):
     mean_query = 0
     for s in sizes:
         mean_query += s * max(1, min(n - 1, 96 * 1024 // s)) / len(sizes)
-    rate_q = 0.1 * total_bps / 8 / mean_query
+    rate_q = short_share * total_bps / 8 / mean_query
     t, q = rng.expovariate(rate_q), 0
     while t < duration_s:
         agg = rng.choice(hosts)

@@ -54,3 +54,51 @@ def test_reads_the_kept_xz(tmp_path):
         json.dump(raw, f)
     assert "| 2 KB p99.9 FCT against TCP-Codel | -81% (1.12 -> 0.21 ms, FL-PS) | - | -80% |" in \
         fastlane_clos.report(str(tmp_path))
+
+
+def exp_meta(**exp):
+    return {"kernel": "k", "clock": "virtual", "experiment": exp}
+
+
+def test_fig5_summary_against_tcp_codel_and_the_healthy_cells(tmp_path):
+    """a degrade fault makes the run Fig. 5: its summary gives each scheme
+    against TCP-Codel, the degraded link's ports, and each cell against the
+    same cell of the Fig. 4 run given with it"""
+    fig4, fig5 = tmp_path / "clos", tmp_path / "clos-degraded"
+    fig4.mkdir()
+    fig5.mkdir()
+    wl = [{"name": "partagg", "label": "partagg-40", "load": 0.125}]
+    (fig4 / "raw.json").write_text(json.dumps(dict(meta=exp_meta(workloads=wl), runs=[
+        run("tcp-codel", 1000, 100000), run("fl-ps", 200, 40000)])))
+    fault = {"at_s": 0, "node": "l1", "port": "s1", "action": "degrade", "mbit": 1}
+    deg = [dict(run(s, us, lus), faults=[dict(fault, applied=True)]) for s, us, lus in
+           (("tcp-codel", 2000, 200000), ("fl-fh", 1000, 150000), ("fl-ps", 400, 120000))]
+    (fig5 / "raw.json").write_text(json.dumps(dict(meta=exp_meta(workloads=wl, faults=[fault]), runs=deg)))
+    text = fastlane_clos.report(str(fig4), str(fig5))
+    assert (fig4 / "fastlane-scatter.md").read_text() == text
+    assert "Fig. 4 (utilization) from `raw.json`" in text and "Fig. 5 (a degraded link) from `../clos-degraded/raw.json`" in text
+    assert "Degraded: l1-s1 to 1 Mbit/s at 0 s" in text
+    rows = {ln.split(" | ")[1]: ln for ln in text.splitlines() if ln.startswith("| 40% | ")}
+    # 2 KB p99.9 2.0, 1.0 (-50%), 0.4 ms (-80%); healthy fl-ps 0.2 -> 0.4 (+100%), 40 -> 120 ms (+200%)
+    assert "| 0.4 (-80%) |" in rows["fl-ps"] and "| 120.0 (-40%) |" in rows["fl-ps"]
+    assert rows["fl-ps"].endswith("| 0.2 -> 0.4 (+100%) | 40.0 -> 120.0 (+200%) |")
+    assert "| - | - |" in rows["fl-fh"]                       # no healthy fl-fh cell
+    assert "l1:s1 1 KB 1 0" in rows["fl-ps"]                  # the degraded port: sent KB, drops, marks
+    assert "| 40% | up to -82% (no CP here) | -80% | -60% | -40% | -20% |" in text
+    # Fig. 4's own paper table is there once (for the Fig. 4 run only)
+    assert text.count("Against the paper (Fig. 4, Sec. 4.2.1)") == 1
+
+
+def test_fig6_summary_per_short_share(tmp_path):
+    wls = [{"name": "partagg", "label": f"s{p}", "load": 0.1875, "short_share": p / 100} for p in (10, 50)]
+    runs = []
+    for w in wls:
+        for s, us, lus in (("tcp-codel", 1000, 100000), ("fl-fh", 800, 100000), ("fl-ps", 250, 50000)):
+            runs.append(dict(run(s, us, lus), workload=w["label"]))
+    (tmp_path / "raw.json").write_text(json.dumps(dict(meta=exp_meta(workloads=wls), runs=runs)))
+    text = fastlane_clos.report(str(tmp_path))
+    assert "## Fig. 6: the share of short flows in the load" in text
+    assert "| 50% | 60% | fl-ps | 0.2 (-75%) |" in text
+    assert "| 50% | over -70% / over -70% | -75% | -75% | -75% | -20% | -50% | +0% |" in text
+    assert "| 10% | (-81% at 2 KB with 10% short, Fig. 4) |" in text
+    assert "Against the paper (Fig. 4" not in text
