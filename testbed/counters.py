@@ -5,9 +5,9 @@ Every fabric is built afresh per run (new namespaces), so the absolute
 values read at the end of a run are that run's:
 
   nstat      per host: TCP's MIB counters (/proc/net/snmp "Tcp" and
-             /proc/net/netstat "TcpExt"), the nonzero ones; "totals" sums
-             the interesting ones (reordering, DSACK, retransmissions)
-             over hosts
+             /proc/net/netstat "TcpExt", "MPTcpExt"), the nonzero ones;
+             "totals" sums the interesting ones (reordering, DSACK,
+             retransmissions, MPTCP joins) over hosts
   ss         per elephant flow, TCP_INFO as `ss -ti` prints it, sampled
              at the experiment's ss_at (fractions of the run, before
              iperf3 closes the connection; none by default, see SS_AT):
@@ -54,8 +54,14 @@ TOTAL_KEYS = ("TcpRetransSegs", "TcpOutSegs", "TcpExtTCPSACKReorder", "TcpExtTCP
               "TcpExtTCPSACKReneging", "TcpExtTCPLossFailures", "TcpExtTCPRcvCoalesce",
               "TcpExtTCPHystartTrainDetect", "TcpExtTCPHystartDelayDetect", "TcpExtTCPAckCompressed",
               "TcpInSegs", "IpInReceives", "IpExtInOctets", "IpExtInNoECTPkts", "IpExtInECT0Pkts",
-              "IpExtInECT1Pkts", "IpExtInCEPkts")
-MIB_PREFIXES = ("Tcp", "TcpExt", "Ip", "IpExt")
+              "IpExtInECT1Pkts", "IpExtInCEPkts",
+              # MPTCP: connections and the subflows that joined them (a
+              # join that never completes leaves SynTx above AckRx)
+              "MPTcpExtMPCapableSYNTX", "MPTcpExtMPCapableSYNACKRX", "MPTcpExtMPJoinSynTx",
+              "MPTcpExtMPJoinSynAckRx", "MPTcpExtMPJoinSynRx", "MPTcpExtMPJoinAckRx",
+              "MPTcpExtMPJoinSynTxConnectErr", "MPTcpExtMPJoinSynAckHMacFailure",
+              "MPTcpExtMPJoinAckHMacFailure", "MPTcpExtMPFallbackTokenInit", "MPTcpExtMPTCPRetrans")
+MIB_PREFIXES = ("Tcp", "TcpExt", "Ip", "IpExt", "MPTcpExt")
 
 
 def _mib(path):
