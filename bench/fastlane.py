@@ -119,7 +119,7 @@ def port_stats(lab, ports):
 FL_COUNTERS = ("TCPFastLaneNotify", "TCPFastLaneRetrans", "TCPFastLaneCtlResend", "TCPFastLaneStale",
                "TCPFastLaneBadSeq", "TCPFastLaneBadOpts", "TCPFastLaneNoSocket", "TCPFastLaneRefused",
                "TCPFastLaneRateLimited", "TCPFastLaneLockDropped", "TCPFastLaneBoundAllowed",
-               "TCPFastLaneBoundLowest", "TCPFastLaneBoundThrottled")
+               "TCPFastLaneBoundLowest", "TCPFastLaneBoundThrottled", "TCPFastLaneDeferred")
 
 
 def netstat(lab):
@@ -556,7 +556,8 @@ def report(res, pngs, out):
               "(Retrans, CtlResend), those refused (Stale, BadSeq, BadOpts, NoSocket, Refused, "
               "RateLimited, LockDropped), and bound_sim's: segments resent within the bound "
               "(BoundAllowed), lowest-sequence resends beyond it (BoundLowest), passes it held "
-              "back (BoundThrottled):", ""]
+              "back (BoundThrottled); lowest-sequence resends a rate-limited notification left to the "
+              "next round trip (Deferred):", ""]
         L += host_table(sorted(res["pa"], key=lambda r: (r["load"], SCHEMES.index(r["scheme"]))),
                         "load", lambda r: f"{int(r['load'] * 100)}%")
         if "pa-fct.png" in pngs:
