@@ -1288,14 +1288,17 @@ def test_bound_sim_throttles_notified_retransmissions(blocked, v6):
 
 
 def test_rate_limited_notification_is_not_a_timeout(routed):
-    """Issue 20 (incast RTOs): a flight into a port kept full loops drop,
-    notification, resend (the lowest sequence always goes) faster than
-    the socket's round trip, until the socket's rate cap (2 * cwnd + 16
-    notifications a round trip) refuses one.  That notification still
-    marks its segment lost; nothing goes at once, and the lowest sequence
-    is resent when the cap's round trip is over (TCPFastLaneDeferred), not
-    by the retransmission timeout.  Before, it was dropped: one RTO."""
-    port = routed.reset(rate=SLOW, fl=f"limit 6000 rate {SLOW}")
+    """Issue 20 (incast RTOs): a flight into a port that drops every data
+    segment loops drop, notification, resend (the lowest sequence always
+    goes) faster than the socket's round trip, until the socket's rate cap
+    (2 * cwnd + 16 notifications a round trip) refuses some.  Such a
+    notification still marks its segment lost; nothing goes at once, and
+    the lowest sequence is resent when the cap's round trip is over
+    (TCPFastLaneDeferred), so the retransmission timer never fires while
+    the notifications keep coming.  Before, it was dropped: every loop
+    ended at the cap, and the flight waited for the RTO."""
+    # a buffer smaller than a data frame: every data segment is dropped
+    port = routed.reset(rate="10mbit", fl="limit 1000 rate 10mbit")
     lab = port.lab
     h1, h2 = lab.ns("h1"), lab.ns("h2")
     sh("sysctl -qw net.ipv4.tcp_fastlane=1", ns=h1)
@@ -1307,38 +1310,22 @@ def test_rate_limited_notification_is_not_a_timeout(routed):
         conn = Conn(lab, False, port=7300)
         keys = FL_KEYS + ["TcpExtTCPTimeouts", "TcpExtTCPFastLaneDeferred"]
         n0 = nstat(h1)
-        # other traffic keeps the port full for 2.5 s (it drains a frame
-        # in 85 ms): every resend of the flight is dropped again meanwhile
-        src, dst = port.addrs[False]
-        junk = frame(False, port.h1_mac, port.next_hop_mac, src, dst,
-                     tcp_segment(40000, 5001, 0, b"\x5a" * PAYLOAD))
-        with netns(h1):
-            raw = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-        raw.bind(("eth0", 0))
-        stop = time.time() + 2.5
-
-        def fill():
-            while time.time() < stop:
-                raw.send(junk)
-                time.sleep(0.01)
-        for _ in range(8):
-            raw.send(junk)
-        filler = threading.Thread(target=fill)
-        filler.start()
-        time.sleep(0.2)
-        conn.c.sendall(b"x" * 3000)
-        filler.join()
-        raw.close()
+        conn.c.sendall(b"x" * 10 * 1448)        # the initial window
+        # 4 s: past the RTO the flight would wait for after its loops end
+        time.sleep(4)
+        mid = delta(n0, nstat(h1), keys)
+        port.reset(rate="10mbit", fl="limit 64kb rate 10mbit")
         end = time.time() + 20
-        while conn.received < 3000 and time.time() < end:
+        while conn.received < 10 * 1448 and time.time() < end:
             time.sleep(0.1)
         d = delta(n0, nstat(h1), keys)
-        print(f"rate-limited head: {d}, received {conn.received}, port {port.stats()['drops']} drops")
-        assert conn.received == 3000
+        print(f"rate-limited loops: after 4 s {mid}; at the end {d}, received {conn.received}")
+        assert conn.received == 10 * 1448
         # the scenario happened: the cap refused genuine notifications
-        assert d["TcpExtTCPFastLaneRateLimited"] > 0, d
+        assert mid["TcpExtTCPFastLaneRateLimited"] > 0, mid
         assert d["TcpExtTCPTimeouts"] == 0, d
-        assert d["TcpExtTCPFastLaneDeferred"] > 0, d
+        # the lowest sequence resent at the end of each capped round trip
+        assert mid["TcpExtTCPFastLaneDeferred"] >= 2, mid
     finally:
         tc("qdisc del dev eth0 root", h2, check=False)
         if conn:
