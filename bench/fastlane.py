@@ -119,7 +119,7 @@ def port_stats(lab, ports):
 FL_COUNTERS = ("TCPFastLaneNotify", "TCPFastLaneRetrans", "TCPFastLaneCtlResend", "TCPFastLaneStale",
                "TCPFastLaneBadSeq", "TCPFastLaneBadOpts", "TCPFastLaneNoSocket", "TCPFastLaneRefused",
                "TCPFastLaneRateLimited", "TCPFastLaneLockDropped", "TCPFastLaneBoundAllowed",
-               "TCPFastLaneBoundLowest", "TCPFastLaneBoundThrottled")
+               "TCPFastLaneBoundLowest", "TCPFastLaneBoundThrottled", "TCPFastLaneDeferred")
 
 
 def netstat(lab):
@@ -272,7 +272,9 @@ def guest_main(a):
                 for n in a.incast_n or INCAST_N:
                     n0 = netstat(lab)
                     configure(lab, scheme, rate, "agg", ports, hosts=False)
+                    t0 = time.time()
                     r = run_incast(lab, scheme, n, a.incast_queries, workers, seed=5)
+                    r["elapsed_s"] = time.time() - t0
                     r.update(scheme=scheme, n=n, ports=port_stats(lab, ports),
                              netstat={k: v - n0[k] for k, v in netstat(lab).items()})
                     raw["incast"].append(r)
@@ -347,6 +349,12 @@ def analyse(raw):
                                   fct_p999=(pct(c["flows"], .999) or 0) / 1000,
                                   netstat=c["netstat"], host=host_counters(c["netstat"]),
                                   nf_generated=sum(p.get("nf_generated", 0) for p in c["ports"].values()),
+                                  nf_cap_drops=sum(p.get("nf_cap_drops", 0) for p in c["ports"].values()),
+                                  nf_buffer_fraction_max=max([p.get("nf_backlog_max", 0)
+                                                              for p in c["ports"].values()] or [0]) / raw["buffer"],
+                                  # older raw.json has no incast elapsed time: no rate fraction
+                                  nf_bw_fraction_max=(max([p.get("nf_bytes", 0) for p in c["ports"].values()] or [0])
+                                                      / c["elapsed_s"] / rate_Bps) if c.get("elapsed_s") else None,
                                   drops=sum(p.get("drops", 0) for p in c["ports"].values())))
     # reductions of the short flows' p99.9 against the two baselines
     red = []
@@ -361,7 +369,95 @@ def analyse(raw):
                                 p999_reduction=1 - row["short"]["p999"] / other["short"]["p999"],
                                 p99_reduction=1 - row["short"]["p99"] / other["short"]["p99"]))
     res["reductions"] = red
+    res["goals"] = goals(res)
     return res
+
+
+# Issue 20's goals for TCP + FastLane (the paper's Sec. 5 claims, against
+# stock TCP and against its implementation baseline, TCP with a 10 ms
+# RTOmin)
+GOAL_LOADS = (0.4, 0.6, 0.8)
+GOAL_VS_TCP = 0.68            # short-flow p99.9 at least 68% below stock TCP's
+GOAL_VS_RTO10 = 0.50          # ... and at least 50% below TCP-RTO10's
+GOAL_INCAST_N = 80
+CAP_RATE = 0.01               # notifications: at most 1% of a port's rate
+CAP_BUFFER = 0.025            # ... and 2.5% of its buffer
+
+
+def updown(reduction):
+    """'78% below' (FastLane faster) or '16% above' (slower)"""
+    return f"{reduction * 100:.0f}% below" if reduction >= 0 else f"{-reduction * 100:.0f}% above"
+
+
+def goals(res):
+    """Each goal of issue 20 as a dict(goal, status, detail, cells):
+    status 'met', 'not met' or 'not measured' (the run lacks a cell it
+    needs); cells hold the numbers it was decided on."""
+    out = []
+    pa = {(r["scheme"], r["load"]): r for r in res["pa"]}
+    for base, need, name in (("tcp", GOAL_VS_TCP, "stock TCP"), ("tcp-rto10", GOAL_VS_RTO10, "TCP, RTOmin 10 ms")):
+        cells, missing = [], []
+        for ld in GOAL_LOADS:
+            fl, other = pa.get(("tcp-fastlane", ld)), pa.get((base, ld))
+            if not fl or not other or fl["short"]["p999"] is None or not other["short"]["p999"]:
+                missing.append(ld)
+                continue
+            redn = 1 - fl["short"]["p999"] / other["short"]["p999"]
+            cells.append(dict(load=ld, fastlane_p999=fl["short"]["p999"], base_p999=other["short"]["p999"],
+                              reduction=redn, met=redn >= need))
+        status = "not measured" if missing else ("met" if all(c["met"] for c in cells) else "not met")
+        detail = "; ".join(f"{int(c['load'] * 100)}%: {c['fastlane_p999']:.1f} ms vs {c['base_p999']:.1f} ms, "
+                           f"{updown(c['reduction'])} ({'met' if c['met'] else 'not met'})" for c in cells)
+        if missing:
+            detail += ("; " if detail else "") + "no cell at " + ", ".join(f"{int(x * 100)}%" for x in missing)
+        out.append(dict(goal=f"short-flow p99.9 FCT >= {GOAL_VS_TCP * 100 if base == 'tcp' else GOAL_VS_RTO10 * 100:.0f}% "
+                             f"below {name} at 40-80% load", key=f"p999_vs_{base}", status=status,
+                        detail=detail, cells=cells))
+    inc = {(r["scheme"], r["n"]): r for r in res["incast"]}
+    fl, rto10, tcp = (inc.get((s, GOAL_INCAST_N)) for s in ("tcp-fastlane", "tcp-rto10", "tcp"))
+    if fl and rto10 and tcp:
+        p99_ok = fl["qct_p99"] < rto10["qct_p99"]
+        drops_ok = fl["drops"] <= tcp["drops"]
+        status = "met" if p99_ok and drops_ok else "not met"
+        detail = (f"query p99 {fl['qct_p99']:.1f} ms vs TCP-RTO10's {rto10['qct_p99']:.1f} ms "
+                  f"({'below' if p99_ok else 'not below'}); drops {fl['drops']} vs TCP's {tcp['drops']} "
+                  f"({fl['drops'] / tcp['drops']:.1f}x)" if tcp["drops"] else
+                  f"query p99 {fl['qct_p99']:.1f} ms vs TCP-RTO10's {rto10['qct_p99']:.1f} ms "
+                  f"({'below' if p99_ok else 'not below'}); drops {fl['drops']} vs TCP's 0")
+        detail += f"; FastLane RTOs {fl['netstat'].get('TCPTimeouts', 0)}"
+        cells = [dict(fastlane_p99=fl["qct_p99"], rto10_p99=rto10["qct_p99"], fastlane_drops=fl["drops"],
+                      tcp_drops=tcp["drops"], rto10_drops=rto10["drops"], p99_met=p99_ok, drops_met=drops_ok)]
+    else:
+        status, cells = "not measured", []
+        detail = f"needs incast N = {GOAL_INCAST_N} of tcp, tcp-rto10 and tcp-fastlane" + (
+            f" (FastLane alone: query p99 {fl['qct_p99']:.1f} ms, {fl['drops']} drops, "
+            f"{fl['netstat'].get('TCPTimeouts', 0)} RTOs)" if fl else "")
+    out.append(dict(goal=f"incast N = {GOAL_INCAST_N}: query p99 below TCP-RTO10's, drops no higher than TCP's",
+                    key="incast", status=status, detail=detail, cells=cells))
+    # the caps, over every FastLane cell (both schemes)
+    rows = [r for r in res["pa"] + res["incast"] if r["scheme"].endswith("fastlane")]
+    bw = [r["nf_bw_fraction_max"] for r in rows if r.get("nf_bw_fraction_max") is not None]
+    buf = [r["nf_buffer_fraction_max"] for r in rows if r.get("nf_buffer_fraction_max") is not None]
+    if not bw or not buf:
+        status, detail = "not measured", "no FastLane cell"
+    else:
+        ok = max(bw) <= CAP_RATE and max(buf) <= CAP_BUFFER
+        status = "met" if ok else "not met"
+        detail = (f"notifications at most {max(bw) * 100:.2f}% of a port's rate ({len(bw)} cells; cap "
+                  f"{CAP_RATE * 100:g}%) and {max(buf) * 100:.2f}% of its buffer ({len(buf)} cells; cap "
+                  f"{CAP_BUFFER * 100:g}%); drops the caps made: {sum(r.get('nf_cap_drops', 0) for r in rows)}")
+    out.append(dict(goal="caps held: notifications <= 1% of the rate, <= 2.5% of the buffer", key="caps",
+                    status=status, detail=detail, cells=[dict(rate_max=max(bw, default=None),
+                                                              buffer_max=max(buf, default=None))]))
+    return out
+
+
+def goals_md(gs):
+    """Markdown: one row per goal"""
+    L = ["| goal | status | numbers |", "|---|---|---|"]
+    for g in gs:
+        L.append(f"| {g['goal']} | **{g['status']}** | {g['detail']} |")
+    return L
 
 
 def plots(res, out):
@@ -426,6 +522,8 @@ def report(res, pngs, out):
               for r in sorted(res["incast"], key=lambda r: (r["n"], SCHEMES.index(r["scheme"])))]
     L += ["The virtual CPU's busy fraction is taken from /proc/stat over each cell's measured interval. "
           + cpu_note(cells), ""]
+    if res.get("goals"):
+        L += ["## Issue 20's goals (TCP + FastLane)", ""] + goals_md(res["goals"]) + [""]
     if res["pa"]:
         L += ["## Partition-aggregate (paper Sec. 5)", "",
               f"Short responses {'/'.join(map(str, SIZES_KB))} KB fanned in to at most {TOTAL_KB} KB per query "
@@ -458,7 +556,8 @@ def report(res, pngs, out):
               "(Retrans, CtlResend), those refused (Stale, BadSeq, BadOpts, NoSocket, Refused, "
               "RateLimited, LockDropped), and bound_sim's: segments resent within the bound "
               "(BoundAllowed), lowest-sequence resends beyond it (BoundLowest), passes it held "
-              "back (BoundThrottled):", ""]
+              "back (BoundThrottled); lowest-sequence resends a rate-limited notification left to the "
+              "next round trip (Deferred):", ""]
         L += host_table(sorted(res["pa"], key=lambda r: (r["load"], SCHEMES.index(r["scheme"]))),
                         "load", lambda r: f"{int(r['load'] * 100)}%")
         if "pa-fct.png" in pngs:

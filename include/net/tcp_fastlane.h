@@ -214,7 +214,7 @@ enum tcp_fastlane_data_verdict {
 	TCP_FASTLANE_DATA_TAKE,		/* mark lost, resend what bound_sim allows */
 	TCP_FASTLANE_DATA_BADOPTS,	/* an option the connection sends is missing */
 	TCP_FASTLANE_DATA_STALE,
-	TCP_FASTLANE_DATA_RATELIMITED,
+	TCP_FASTLANE_DATA_RATELIMITED,	/* over the cap: mark lost, resend later */
 };
 
 /* Decide on a notification for data (or a FIN) within [snd_una, snd_nxt)
@@ -222,7 +222,9 @@ enum tcp_fastlane_data_verdict {
  * (SACKed), sent before the last timeout (timeout count), resent since
  * (timestamp), or, without timestamps, its resend is in flight (which
  * copy was dropped is unknown), or a timeout's recovery owns the queue
- * (CA_Loss).  The rate limit counts only what passed every other check.
+ * (CA_Loss).  The rate limit counts only what passed every other check;
+ * a notification over it still marks its segment lost, with no resend at
+ * once (tcp_fastlane_deferred_resend()).
  */
 static inline enum tcp_fastlane_data_verdict
 tcp_fastlane_data_verdict(const struct tcp_fastlane_data_state *s)
@@ -265,6 +267,25 @@ tcp_fastlane_after_pass(bool found, bool head, bool resent)
 	return head ? TCP_FASTLANE_AFTER_SEND_LOWEST : TCP_FASTLANE_AFTER_HELD;
 }
 
+/* A notification over the per-socket rate cap still names a drop of
+ * ours: its segment is marked lost like a taken one's, but nothing is
+ * sent for it at once.  When the cap's round trip is over, the pacing
+ * timer (tcp_tsq_write()) resends the lowest sequence if it is such a
+ * segment: one the notifications named (@notified), marked lost
+ * (@lost), not resent since (@retrans), in the recovery notifications
+ * drive (@recovering), with no timeout since (@same_epoch); the resend
+ * counts against the cap's next round trip.  Everything else goes by the
+ * window, as for any segment marked lost (tcp_xmit_retransmit_queue()).
+ * Before, such a notification was dropped: a head segment whose later
+ * segments were lost too waited for the retransmission timeout.
+ */
+static inline bool tcp_fastlane_deferred_resend(bool recovering, bool notified,
+						bool lost, bool retrans,
+						bool same_epoch)
+{
+	return recovering && notified && lost && !retrans && same_epoch;
+}
+
 #if IS_ENABLED(CONFIG_TCP_FASTLANE)
 
 static inline bool tcp_fastlane_on(const struct net *net)
@@ -297,6 +318,17 @@ static inline bool tcp_fastlane_holds_new_data(struct sock *sk)
 		return true;
 	tp->fastlane.recovering = 0;
 	return false;
+}
+
+void __tcp_fastlane_tsq_write(struct sock *sk);
+
+/* From tcp_tsq_write() (the pacing timer's work, among others): resend
+ * the lowest sequence a rate-limited notification left marked lost
+ */
+static inline void tcp_fastlane_tsq_write(struct sock *sk)
+{
+	if (unlikely(tcp_sk(sk)->fastlane.recovering))
+		__tcp_fastlane_tsq_write(sk);
 }
 
 bool tcp_fastlane_v4_rcv(struct net *net, struct sk_buff *skb);
@@ -369,6 +401,10 @@ static inline bool tcp_fastlane_is_nf(struct sk_buff *skb)
 }
 
 static inline void tcp_fastlane_retx_begin(struct sock *sk)
+{
+}
+
+static inline void tcp_fastlane_tsq_write(struct sock *sk)
 {
 }
 

@@ -199,6 +199,107 @@ static bool tcp_fastlane_rate_ok(struct sock *sk)
 	return true;
 }
 
+/* Mark the notified range [nf->seq, nf->end_seq), which starts in @skb,
+ * lost (no more: a failed split marks more), as entries of Algorithm 1's
+ * list; enter or join the recovery notifications drive, and hold new
+ * data until it ends
+ */
+static void tcp_fastlane_mark(struct sock *sk, struct sk_buff *skb,
+			      const struct tcp_fastlane_info *nf)
+{
+	struct inet_connection_sock *icsk = inet_csk(sk);
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	/* Algorithm 1's list holds the segments notified since the last
+	 * timeout: after one, start it afresh
+	 */
+	if (tp->fastlane.rto_epoch != tp->total_rto) {
+		tcp_fastlane_clear_marks(sk);
+		tp->fastlane.rto_epoch = tp->total_rto;
+	}
+	if (tcp_fastlane_split(sk, skb, nf->seq))
+		skb = skb_rb_next(skb);
+	for (; skb && before(TCP_SKB_CB(skb)->seq, nf->end_seq);
+	     skb = skb_rb_next(skb)) {
+		tcp_fastlane_split(sk, skb, nf->end_seq);
+		tcp_mark_skb_lost(sk, skb);
+		/* an entry of Algorithm 1's list: entry.retx++ */
+		if (TCP_SKB_CB(skb)->tx.fastlane_retx < TCP_FASTLANE_RETX_MAX)
+			TCP_SKB_CB(skb)->tx.fastlane_retx++;
+		/* the dropped copy was a retransmission (a loss probe, or
+		 * one RACK or an earlier notification caused) that was not
+		 * marked lost before: it is no longer in flight either
+		 */
+		if (TCP_SKB_CB(skb)->sacked & TCPCB_SACKED_RETRANS) {
+			TCP_SKB_CB(skb)->sacked &= ~TCPCB_SACKED_RETRANS;
+			tp->retrans_out -= tcp_skb_pcount(skb);
+		}
+	}
+	/* ssthresh is the congestion control's (CUBIC's beta, DCTCP's
+	 * alpha, Reno's half), as for any recovery
+	 */
+	if (icsk->icsk_ca_state < TCP_CA_Recovery)
+		tcp_enter_recovery(sk, false);
+	/* a recovery notifications start or join: bound_sim's alpha is half
+	 * the window at its entry (tcp_init_cwnd_reduction()'s prior_cwnd)
+	 */
+	if (!tp->fastlane.recovering || tp->fastlane.high_seq != tp->high_seq)
+		tp->fastlane.alpha = max(tp->prior_cwnd >> 1, 1U);
+	/* no new data until this recovery ends (tcp_write_xmit()) */
+	tp->fastlane.recovering = 1;
+	tp->fastlane.high_seq = tp->high_seq;
+}
+
+/* Wake tcp_tsq_write() through the pacing timer (as TCP's internal pacing
+ * does, with a reference on @sk) once the rate cap's round trip is over,
+ * to resend the lowest sequence if a rate-limited notification left it
+ * lost (tcp_fastlane_deferred_resend())
+ */
+static void tcp_fastlane_defer(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u64 end_us = tp->fastlane.window_us + 1 +
+		     max_t(u32, tp->srtt_us >> 3, USEC_PER_MSEC);
+
+	if (hrtimer_is_queued(&tp->pacing_timer))
+		return;		/* it runs tcp_tsq_write() anyway */
+	hrtimer_start(&tp->pacing_timer, ns_to_ktime(end_us * NSEC_PER_USEC),
+		      HRTIMER_MODE_ABS_PINNED_SOFT);
+	sock_hold(sk);
+}
+
+void __tcp_fastlane_tsq_write(struct sock *sk)
+{
+	struct sk_buff *skb = tcp_rtx_queue_head(sk);
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct net *net = sock_net(sk);
+	u8 sacked;
+
+	if (!skb)
+		return;
+	sacked = TCP_SKB_CB(skb)->sacked;
+	if (!tcp_fastlane_deferred_resend(tcp_fastlane_holds_new_data(sk),
+					  TCP_SKB_CB(skb)->tx.fastlane_retx,
+					  sacked & TCPCB_LOST,
+					  sacked & TCPCB_SACKED_RETRANS,
+					  tp->fastlane.rto_epoch == tp->total_rto))
+		return;
+	/* the resend is the one the notification would have made: it counts
+	 * against the cap, and waits for the next round trip if over it
+	 */
+	if (!tcp_fastlane_rate_ok(sk)) {
+		tcp_fastlane_defer(sk);
+		return;
+	}
+	tcp_mstamp_refresh(tp);
+	if (tcp_retransmit_skb(sk, skb, 1))
+		return;
+	NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEDEFERRED);
+	NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBOUNDLOWEST);
+	NET_INC_STATS(net, LINUX_MIB_TCPFASTLANERETRANS);
+	tcp_rearm_rto(sk);
+}
+
 /* A notification for data (or a FIN) in flight, socket locked by us */
 static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *nf)
 {
@@ -211,7 +312,7 @@ static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *n
 	};
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct net *net = sock_net(sk);
-	struct sk_buff *skb, *first;
+	struct sk_buff *skb;
 
 	skb = tcp_fastlane_find(sk, nf->seq);
 	st.ts_ok = tp->rx_opt.tstamp_ok;
@@ -238,54 +339,21 @@ static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *n
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
 		return;
 	case TCP_FASTLANE_DATA_RATELIMITED:
+		/* Still a drop of ours: the segment is lost.  The window
+		 * resends it (cwnd, PRR, bound_sim), or, if it holds the
+		 * lowest sequence, tcp_tsq_write() once the cap's round
+		 * trip is over; nothing is sent for it now.
+		 */
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANERATELIMITED);
+		tcp_fastlane_mark(sk, skb, nf);
+		tcp_fastlane_defer(sk);
 		return;
 	case TCP_FASTLANE_DATA_TAKE:
 		break;
 	}
 	tp->fastlane.count++;
 	NET_INC_STATS(net, LINUX_MIB_TCPFASTLANENOTIFY);
-	/* Algorithm 1's list holds the segments notified since the last
-	 * timeout: after one, start it afresh
-	 */
-	if (tp->fastlane.rto_epoch != tp->total_rto) {
-		tcp_fastlane_clear_marks(sk);
-		tp->fastlane.rto_epoch = tp->total_rto;
-	}
-	/* mark [seq, end_seq) lost, no more (a failed split marks more) */
-	if (tcp_fastlane_split(sk, skb, nf->seq))
-		skb = skb_rb_next(skb);
-	first = skb;
-	for (; skb && before(TCP_SKB_CB(skb)->seq, nf->end_seq);
-	     skb = skb_rb_next(skb)) {
-		tcp_fastlane_split(sk, skb, nf->end_seq);
-		tcp_mark_skb_lost(sk, skb);
-		/* an entry of Algorithm 1's list: entry.retx++ */
-		if (TCP_SKB_CB(skb)->tx.fastlane_retx < TCP_FASTLANE_RETX_MAX)
-			TCP_SKB_CB(skb)->tx.fastlane_retx++;
-		/* the dropped copy was a retransmission (a loss probe, or
-		 * one RACK or an earlier notification caused) that was not
-		 * marked lost before: it is no longer in flight either
-		 */
-		if (TCP_SKB_CB(skb)->sacked & TCPCB_SACKED_RETRANS) {
-			TCP_SKB_CB(skb)->sacked &= ~TCPCB_SACKED_RETRANS;
-			tp->retrans_out -= tcp_skb_pcount(skb);
-		}
-	}
-	skb = first;
-	/* ssthresh is the congestion control's (CUBIC's beta, DCTCP's
-	 * alpha, Reno's half), as for any recovery
-	 */
-	if (icsk->icsk_ca_state < TCP_CA_Recovery)
-		tcp_enter_recovery(sk, false);
-	/* a recovery notifications start or join: bound_sim's alpha is half
-	 * the window at its entry (tcp_init_cwnd_reduction()'s prior_cwnd)
-	 */
-	if (!tp->fastlane.recovering || tp->fastlane.high_seq != tp->high_seq)
-		tp->fastlane.alpha = max(tp->prior_cwnd >> 1, 1U);
-	/* no new data until this recovery ends (tcp_write_xmit()) */
-	tp->fastlane.recovering = 1;
-	tp->fastlane.high_seq = tp->high_seq;
+	tcp_fastlane_mark(sk, skb, nf);
 	/* resend what bound_sim allows, lowest first */
 	tcp_xmit_retransmit_queue(sk);
 	/* Resending a lost segment before ours may have collapsed ours into

@@ -421,7 +421,38 @@ static void fastlane_state_kind(struct kunit *test)
 			TCP_FASTLANE_KIND_SEQ);
 }
 
+/* A notification over the rate cap leaves its segment marked lost; the
+ * pacing timer's tcp_tsq_write() resends the lowest sequence only if the
+ * notifications named it, it is still lost and not resent since, in the
+ * recovery they drive, with no timeout since
+ */
+static void fastlane_deferred_resend(struct kunit *test)
+{
+	struct tcp_fastlane_data_state s = data_ok();
+
+	/* over the cap: the verdict the handler marks lost and defers */
+	s.rate_count = 2 * s.cwnd + TCP_FASTLANE_BURST;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_RATELIMITED);
+	KUNIT_EXPECT_TRUE(test, tcp_fastlane_deferred_resend(true, true, true, false, true));
+	/* a stock loss (no notification), or not lost (delivered or never
+	 * marked): left to the window
+	 */
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_deferred_resend(true, false, true, false, true));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_deferred_resend(true, true, false, false, true));
+	/* resent since (ACKs, RACK, a notification within the next cap) */
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_deferred_resend(true, true, true, true, true));
+	/* the recovery ended, or a timeout took over */
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_deferred_resend(false, true, true, false, true));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_deferred_resend(true, true, true, false, false));
+	/* and the resend counts against the next round trip's cap: at the
+	 * cap it waits again
+	 */
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_within_rate(2 * 10 + TCP_FASTLANE_BURST, 10));
+	KUNIT_EXPECT_TRUE(test, tcp_fastlane_within_rate(0, 10));
+}
+
 static struct kunit_case fastlane_tcp_cases[] = {
+	KUNIT_CASE(fastlane_deferred_resend),
 	KUNIT_CASE(fastlane_data_verdict),
 	KUNIT_CASE(fastlane_data_handler_bound),
 	KUNIT_CASE(fastlane_state_kind),

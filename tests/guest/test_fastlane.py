@@ -1287,6 +1287,51 @@ def test_bound_sim_throttles_notified_retransmissions(blocked, v6):
         b.release()
 
 
+def test_rate_limited_notification_is_not_a_timeout(routed):
+    """Issue 20 (incast RTOs): a flight into a port that drops every data
+    segment loops drop, notification, resend (the lowest sequence always
+    goes) faster than the socket's round trip, until the socket's rate cap
+    (2 * cwnd + 16 notifications a round trip) refuses some.  Such a
+    notification still marks its segment lost; nothing goes at once, and
+    the lowest sequence is resent when the cap's round trip is over
+    (TCPFastLaneDeferred), so the retransmission timer never fires while
+    the notifications keep coming.  Before, it was dropped: every loop
+    ended at the cap, and the flight waited for the RTO."""
+    # a buffer smaller than a data frame: every data segment is dropped
+    port = routed.reset(rate="10mbit", fl="limit 1000 rate 10mbit")
+    lab = port.lab
+    h1, h2 = lab.ns("h1"), lab.ns("h2")
+    sh("sysctl -qw net.ipv4.tcp_fastlane=1", ns=h1)
+    # ACKs 1 s late: the socket's round trip, and its rate cap's period,
+    # are 1 s, its RTO 3 s
+    tc("qdisc add dev eth0 root netem delay 1s", h2)
+    conn = None
+    try:
+        conn = Conn(lab, False, port=7300)
+        keys = FL_KEYS + ["TcpExtTCPTimeouts", "TcpExtTCPFastLaneDeferred"]
+        n0 = nstat(h1)
+        conn.c.sendall(b"x" * 10 * 1448)        # the initial window
+        # 4 s: past the RTO the flight would wait for after its loops end
+        time.sleep(4)
+        mid = delta(n0, nstat(h1), keys)
+        port.reset(rate="10mbit", fl="limit 64kb rate 10mbit")
+        end = time.time() + 20
+        while conn.received < 10 * 1448 and time.time() < end:
+            time.sleep(0.1)
+        d = delta(n0, nstat(h1), keys)
+        print(f"rate-limited loops: after 4 s {mid}; at the end {d}, received {conn.received}")
+        assert conn.received == 10 * 1448
+        # the scenario happened: the cap refused genuine notifications
+        assert mid["TcpExtTCPFastLaneRateLimited"] > 0, mid
+        assert d["TcpExtTCPTimeouts"] == 0, d
+        # the lowest sequence resent at the end of each capped round trip
+        assert mid["TcpExtTCPFastLaneDeferred"] >= 2, mid
+    finally:
+        tc("qdisc del dev eth0 root", h2, check=False)
+        if conn:
+            conn.close(wait=False)
+
+
 def tcp_info_ssthresh(s):
     # struct tcp_info: 8 bytes of u8, then u32s; tcpi_snd_ssthresh is at 76
     return struct.unpack_from("I", s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104), 76)[0]

@@ -64,8 +64,74 @@ def test_host_counters_in_results_and_report(tmp_path):
     assert inc["host"]["BoundLowest"] == 17
     fastlane.report(res, [], str(tmp_path))
     text = (tmp_path / "report.md").read_text()
-    # Notify ... BoundLowest in FL_COUNTERS' order, then the RTOs
-    assert "| 40% | tcp-fastlane | 40 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 3 | 0 | 0 | 17 | 0 | 3 |" in text
-    assert "| 8 | tcp-fastlane | 40 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 3 | 0 | 0 | 17 | 0 | 1 |" in text
+    # Notify ... Deferred in FL_COUNTERS' order, then the RTOs
+    assert "| 40% | tcp-fastlane | 40 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 3 | 0 | 0 | 17 | 0 | 0 | 3 |" in text
+    assert "| 8 | tcp-fastlane | 40 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 3 | 0 | 0 | 17 | 0 | 0 | 1 |" in text
     # only the FastLane schemes have a row in the counters' tables
     assert "| 40% | tcp | 0 |" not in text
+
+
+def goal_doc(fl_p999, tcp_p999, rto10_p999, fl_q99, rto10_q99, fl_drops, tcp_drops, nf_backlog_max=200):
+    """raw records with partition-aggregate cells at 40/60/80% load and
+    incast at N = 80: every short flow of a cell takes the given time"""
+    pa, incast = [], []
+    fct = {"tcp": tcp_p999, "tcp-rto10": rto10_p999, "tcp-fastlane": fl_p999}
+    q99 = {"tcp": 250.0, "tcp-rto10": rto10_q99, "tcp-fastlane": fl_q99}
+    drops = {"tcp": tcp_drops, "tcp-rto10": tcp_drops, "tcp-fastlane": fl_drops}
+    for s in ("tcp", "tcp-rto10", "tcp-fastlane"):
+        port = dict(kind="fastlane" if s.endswith("fastlane") else "bfifo", drops=drops[s],
+                    nf_generated=drops[s] if s.endswith("fastlane") else 0, nf_bytes=5000,
+                    nf_cap_drops=0, nf_backlog_max=nf_backlog_max if s.endswith("fastlane") else 0)
+        for i, ld in enumerate((0.4, 0.6, 0.8)):
+            flows = [dict(kind="short", kb=kb, bytes=kb * 1024, fct_us=int(fct[s][i] * 1000))
+                     for kb in fastlane.SIZES_KB for _ in range(20)]
+            pa.append(dict(scheme=s, load=ld, flows=flows, elapsed_s=10.0, ports={"agg": port}, netstat={}))
+        incast.append(dict(scheme=s, n=80, flows=[1000], queries=[int(q99[s] * 1000)] * 20,
+                           ports={"agg": port}, netstat={"TCPTimeouts": 4}, elapsed_s=6.0))
+    return dict(kernel="k", rate_mbit=200, sustained_mbit=1000.0, buffer=131072, k_bytes=30000,
+                duration_s=10, pa=pa, incast=incast)
+
+
+def test_goals_met_and_not_met(tmp_path):
+    """issue 20's goals, each stated met / not met with its numbers"""
+    # FastLane 70% below TCP at every load, 60% below TCP-RTO10: met
+    res = fastlane.analyse(goal_doc([30, 30, 30], [100, 100, 100], [75, 75, 75],
+                                    fl_q99=50.0, rto10_q99=74.0, fl_drops=100, tcp_drops=100))
+    g = {x["key"]: x for x in res["goals"]}
+    assert [g[k]["status"] for k in ("p999_vs_tcp", "p999_vs_tcp-rto10", "incast", "caps")] == ["met"] * 4
+    assert [round(c["reduction"], 2) for c in g["p999_vs_tcp"]["cells"]] == [0.7, 0.7, 0.7]
+    # one load short of 68% below TCP, slower than TCP-RTO10 at one,
+    # incast p99 above TCP-RTO10's, more drops than TCP, buffer cap broken
+    res = fastlane.analyse(goal_doc([30, 30, 94.1], [100, 100, 260.9], [75, 75, 48.7],
+                                    fl_q99=247.3, rto10_q99=74.3, fl_drops=14484, tcp_drops=4638,
+                                    nf_backlog_max=4000))
+    g = {x["key"]: x for x in res["goals"]}
+    assert [g[k]["status"] for k in ("p999_vs_tcp", "p999_vs_tcp-rto10", "incast", "caps")] == ["not met"] * 4
+    assert [c["met"] for c in g["p999_vs_tcp"]["cells"]] == [True, True, False]
+    assert "80%: 94.1 ms vs 260.9 ms, 64% below (not met)" in g["p999_vs_tcp"]["detail"]
+    assert "80%: 94.1 ms vs 48.7 ms, 93% above (not met)" in g["p999_vs_tcp-rto10"]["detail"]
+    assert "query p99 247.3 ms vs TCP-RTO10's 74.3 ms (not below); drops 14484 vs TCP's 4638 (3.1x)" \
+        in g["incast"]["detail"]
+    assert "3.05% of its buffer" in g["caps"]["detail"]
+    # a drop of FastLane's exactly at TCP's is still met; p99 equal is not below
+    res = fastlane.analyse(goal_doc([30] * 3, [100] * 3, [75] * 3, fl_q99=74.0, rto10_q99=74.0,
+                                    fl_drops=100, tcp_drops=100))
+    inc = next(x for x in res["goals"] if x["key"] == "incast")
+    assert inc["status"] == "not met" and inc["cells"][0]["drops_met"] and not inc["cells"][0]["p99_met"]
+    # in the report, above the tables
+    fastlane.report(res, [], str(tmp_path))
+    text = (tmp_path / "report.md").read_text()
+    assert text.index("## Issue 20's goals") < text.index("## Partition-aggregate")
+    assert "| incast N = 80: query p99 below TCP-RTO10's, drops no higher than TCP's | **not met** |" in text
+
+
+def test_goals_not_measured():
+    """a short run (incast only, one scheme) measures no goal but says so"""
+    raw = goal_doc([30] * 3, [100] * 3, [75] * 3, fl_q99=50.0, rto10_q99=74.0, fl_drops=1, tcp_drops=1)
+    raw["pa"] = []
+    raw["incast"] = [c for c in raw["incast"] if c["scheme"] == "tcp-fastlane"]
+    g = {x["key"]: x for x in fastlane.analyse(raw)["goals"]}
+    assert g["p999_vs_tcp"]["status"] == "not measured" and "no cell at 40%, 60%, 80%" in g["p999_vs_tcp"]["detail"]
+    assert g["incast"]["status"] == "not measured" and "FastLane alone: query p99 50.0 ms" in g["incast"]["detail"]
+    # incast cells with an elapsed time count for the rate cap: 5000 B in 6 s of 25 MB/s
+    assert g["caps"]["status"] == "met" and g["caps"]["cells"][0]["rate_max"] == pytest.approx(5000 / 6 / 25e6)
