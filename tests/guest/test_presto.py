@@ -143,12 +143,13 @@ def dp_lookups(fab):
 
 def slot_flows(fab):
     """the datapath's recirculated flowcell-group flows: {recirc_id: {dp_hash
-    slots}}, and the dump"""
+    slots}}, and the dump (lines like "recirc_id(0x1),dp_hash(0x5/0xf),...")"""
     out = fab.vswitch._run([fab.vswitch.prog["ovs-dpctl"], "dump-flows"], ns=True)
     by_recirc = {}
     for line in out.splitlines():
         r = re.search(r"recirc_id\((0x[0-9a-f]+)\)", line)
-        h = re.search(r"dp_hash\((0x[0-9a-f]+)/0xf\)", line)
+        # ovs-dpctl prints a zero value as "0", others in hex
+        h = re.search(r"dp_hash\((0x[0-9a-f]+|0)/0xf\)", line)
         if r and h and r.group(1) != "0":
             by_recirc.setdefault(r.group(1), set()).add(int(h.group(1), 16) & 0xf)
     return by_recirc, out
@@ -163,9 +164,11 @@ def test_later_flowcells_cause_no_upcall(plane):
     # keep idle datapath flows for the test's length
     fab.vswitch.vsctl("set", "Open_vSwitch", ".", "other_config:max-idle=60000")
     hit0, miss0 = dp_lookups(fab)
-    # a connection of 160 KB: flowcells 0-2, both trees (so the
-    # receiving bridge has seen both shadow MACs)
+    # a connection of 160 KB each way: flowcells 0-2, both trees, so both
+    # bridges have seen both of the other host's shadow MACs (the flows
+    # that restore the real MAC match them) before the second connection
     assert transfer(fab, 160 * 1024) == 160 * 1024
+    assert transfer(fab, 160 * 1024, src="h2", dst="h1") == 160 * 1024
     by_recirc, dump = slot_flows(fab)
     hit1, miss1 = dp_lookups(fab)
     # h1 -> h2's data (flowcell group of h2 at b1) and h2 -> h1's ACKs
