@@ -24,6 +24,17 @@ reordered them.  tcpdump keeps 80 bytes of each inbound TCP skb
              them), the data skbs of other flowcells of the same flow
              that arrived between its first and last skb; 0 = no
              reordering.  Only flows whose IDs change (Presto's modes).
+  reorder    per flowcell-boundary hole (reorder()): a data skb of a newer
+             flowcell than the flow had shown arrives beyond the next
+             expected byte; the hole's duration is the time until every
+             byte before that skb has arrived, and whether the older
+             flowcell's own data filled it (reordering without loss) or a
+             retransmission (loss).  Durations against the hold Presto
+             GRO would give them (alpha x an EWMA, gain 1/8, of the earlier
+             lossless durations, as net/core/presto_gro.c): how many
+             reorderings outlast it.  Meaningful where the capture sees
+             arrival order (official GRO); behind Presto GRO it sees what
+             Presto GRO released.
   dropped    skbs tcpdump reported dropped (0: the capture is complete)
   flowlets   per inactivity gap (100 us to 500 ms), the flowlets the
              flows' arrivals form (flowlets()): how flowlet switching
@@ -203,6 +214,84 @@ def analyse(pkts_per_host, mss=1448):
     return res
 
 
+def reorder(pkts_per_host, alpha=2, tmin_us=100, tmax_us=500000):
+    """pkts_per_host: {host: [(seconds, orig_len, frame)]}: the
+    flowcell-boundary holes of the data flows and their durations (see
+    the module's docstring).  alpha, tmin_us, tmax_us: Presto GRO's hold
+    (alpha x EWMA clamped to [tmin, tmax]), replayed per receiving host
+    over the holes in time order."""
+    events = []         # (t0, t1, host, filled by the original data)
+    for h, pkts in pkts_per_host.items():
+        per_flow = {}
+        for ts, orig, frame in pkts:
+            r = parse(frame, orig)
+            if r is None or r[2] == 0:
+                continue
+            per_flow.setdefault(r[0], []).append((ts,) + r[1:])
+        for arr in per_flow.values():
+            cum = top = None
+            ooo = {}            # start -> end of data beyond cum
+            pending = []        # [target seq, t0, fc of the skb]
+            for ts, seq, plen, fc in arr:
+                end = (seq + plen) & 0xffffffff
+                if cum is None:
+                    cum, top = end, fc
+                    continue
+                newer = fc_after(fc, top)
+                if after(seq, cum):
+                    if newer and not any(p[0] == seq for p in pending):
+                        pending.append([seq, ts, fc])
+                    e = ooo.get(seq)
+                    if e is None or after(end, e):
+                        ooo[seq] = end
+                elif after(end, cum):
+                    cum = end
+                    moved = True
+                    while moved:
+                        moved = False
+                        for st in list(ooo):
+                            if not after(st, cum):
+                                if after(ooo[st], cum):
+                                    cum = ooo[st]
+                                del ooo[st]
+                                moved = True
+                    keep = []
+                    for p in pending:
+                        if after(p[0], cum):
+                            keep.append(p)
+                        else:
+                            # filled: by the older flowcell's own data
+                            # (an ID before the hole's) or a retransmission
+                            events.append((p[1], ts, h, fc_after(p[2], fc)))
+                    pending = keep
+                if top is None or newer:
+                    top = fc
+    events.sort()
+    ewma = {}
+    durs, lossless, outlast = [], [], 0
+    for t0, t1, h, orig in events:
+        d_us = (t1 - t0) * 1e6
+        durs.append(d_us)
+        if not orig:
+            continue
+        lossless.append(d_us)
+        e = ewma.get(h, 0.0)
+        hold = min(max(alpha * e, tmin_us), tmax_us)
+        if d_us > hold:
+            outlast += 1
+        ewma[h] = d_us if not e else e + (d_us - e) / 8
+    durs.sort()
+    lossless.sort()
+
+    def pct(xs):
+        return dict({f"p{p}_us": percentile(xs, p) for p in (10, 50, 90, 99)}, max_us=xs[-1] if xs else None)
+    return dict(holes=len(durs), lossless=len(lossless), by_retransmission=len(durs) - len(lossless),
+                lossless_us=pct(lossless), all_us=pct(durs), lossless_cdf_us=cdf(lossless),
+                alpha=alpha, outlast_hold=outlast,
+                outlast_share=(outlast / len(lossless)) if lossless else None,
+                ewma_end_us=(sum(ewma.values()) / len(ewma)) if ewma else None)
+
+
 class GroCapture:
     """tcpdump on every host's eth0 for one run: start() before the
     clients' gate opens, stop() when they are done"""
@@ -247,5 +336,6 @@ class GroCapture:
             except (OSError, ValueError) as e:
                 self.errors.append(f"{h}: {e}")
         res = analyse({h: [(o, f) for _t, o, f in v] for h, v in pkts.items()})
-        res.update(dropped=dropped, hosts=len(pkts), errors=self.errors, flowlets=flowlets(pkts))
+        res.update(dropped=dropped, hosts=len(pkts), errors=self.errors, flowlets=flowlets(pkts),
+                   reorder=reorder(pkts))
         return res

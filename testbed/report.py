@@ -120,7 +120,7 @@ def receiver(r):
         out["capture"] = {k: cap.get(k) for k in (
             "data_skbs", "mean_bytes", "p10_bytes", "p50_bytes", "p90_bytes", "p99_bytes", "one_mss_share",
             "ooo_skbs", "old_skbs", "late_skbs", "flowcells", "fc_ooo_zero_share", "fc_ooo_p50", "fc_ooo_p90",
-            "fc_ooo_p99", "fc_ooo_max", "dropped", "flowlets")}
+            "fc_ooo_p99", "fc_ooo_max", "dropped", "flowlets", "reorder")}
     return out
 
 
@@ -397,6 +397,27 @@ def markdown(res, pngs, out):
                      f"{n(v['retrans_segs'])} | {n(v['ip_mean_skb_bytes'])} | {cap_s} | {g_s} |")
         L += ["", "Paper (Fig. 5, two paths, 10 Gbit/s): official GRO " + PAPER_RX["official GRO"] + "; Presto GRO "
               + PAPER_RX["Presto GRO"] + ". Goal: 0 out-of-order segments reach TCP without loss."]
+    ro = [r for r in rx if (r["receiver"].get("capture") or {}).get("reorder")]
+    if ro:
+        L += ["", "### Flowcell-boundary reordering: how long, against Presto GRO's hold", "",
+              "From the capture (testbed/grocap.py `reorder`): a data skb of a newer flowcell arrives past a hole; "
+              "the hole lasts until every byte before it arrived, filled by the older flowcell's own data "
+              "(lossless) or by a retransmission. Presto GRO's hold (alpha x EWMA of earlier lossless durations, "
+              "gain 1/8, per host) replayed over them: lossless holes that outlast it reach TCP. Arrival order is "
+              "seen with official GRO only (behind Presto GRO the capture sees what it released).",
+              "",
+              "| scheme | workload | holes | lossless / by retransmission | lossless p50 / p90 / p99 / max (ms) | "
+              "outlast alpha x EWMA (alpha) | EWMA at end (ms) |", "|" + "---|" * 7]
+        for r in ro:
+            q = r["receiver"]["capture"]["reorder"]
+            u = q["lossless_us"]
+
+            def ms(x):
+                return "-" if x is None else f"{x / 1000:.1f}"
+            L.append(f"| {r['scheme']} | {r['workload']} | {q['holes']} | {q['lossless']} / {q['by_retransmission']} | "
+                     f"{ms(u['p50_us'])} / {ms(u['p90_us'])} / {ms(u['p99_us'])} / {ms(u['max_us'])} | "
+                     f"{q['outlast_hold']} ({frac(q['outlast_share'], 0)}, alpha {q['alpha']}) | "
+                     f"{ms(q['ewma_end_us'])} |")
     fl = [r for r in rx if (r["receiver"].get("capture") or {}).get("flowlets")]
     if fl:
         gaps = list(fl[0]["receiver"]["capture"]["flowlets"])

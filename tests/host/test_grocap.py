@@ -62,6 +62,29 @@ def test_swapped_flowcells_counted_as_reordering():
     assert r["flowcells"] == 2 and r["fc_ooo_p50"] == 2 and r["fc_ooo_zero_share"] == 0
 
 
+def test_reorder_durations_against_the_hold():
+    m = 1448
+    ms = 1e-3
+    # flowcell boundary holes: fc1 overtakes the tail of fc0 by 10 ms
+    # (original data fills it), fc2 overtakes fc1 by 30 ms, fc3's hole is
+    # filled by a retransmission (the sender's newest ID, 3)
+    arr = [(0, 0, 0), (2, 2 * m, 1), (12, m, 0), (13, 3 * m, 1), (14, 5 * m, 2),
+           (44, 4 * m, 1), (45, 7 * m, 3), (60, 6 * m, 3)]
+    pk = []
+    for t, seq, fc in arr:
+        orig, data = frame(seq, m, fc)
+        pk.append((t * ms, orig, data))
+    r = grocap.reorder({"h1": pk})
+    assert r["holes"] == 3 and r["lossless"] == 2 and r["by_retransmission"] == 1
+    assert abs(r["lossless_us"]["p50_us"] - 10000) < 1 and abs(r["lossless_us"]["max_us"] - 30000) < 1
+    # the first hole outlasts the initial 100 us hold; the EWMA is then
+    # 10 ms, so the hold 20 ms: the 30 ms hole outlasts it too
+    assert r["outlast_hold"] == 2 and r["outlast_share"] == 1.0
+    assert abs(r["ewma_end_us"] - (10000 + 20000 / 8)) < 1
+    # alpha 4: a 40 ms hold covers the 30 ms hole
+    assert grocap.reorder({"h1": pk}, alpha=4)["outlast_hold"] == 1
+
+
 def test_sequence_wrap_and_single_id_flows():
     m = 1448
     base = 0xffffffff - m + 1

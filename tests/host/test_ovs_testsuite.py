@@ -21,6 +21,7 @@ EXPECTED = [
     "ofproto-dpif - select group with weighted flowcells",
     "ofproto-dpif - select group with dp_hash flowcell algorithm",
     "ofproto-dpif - flowcell select group syntax",
+    "ofproto-dpif - flowcell group: one miss installs every slot",
 ]
 
 
