@@ -178,12 +178,13 @@ def sized_record(flow, res):
 
 def fanin_argv(fab, tree):
     """`dltraffic fanin` for one OLDI tree (workloads.oldi), run at its
-    parent: a connection to every leaf's server, `queries` queries each
+    parent (after start_s): a connection to every leaf's server, `queries` queries each
     answered by every leaf with resp_bytes under a deadline drawn uniformly
     in [deadline_us, deadline_max_us] (the leaf sets TCP_DEADLINE on its
     response; under a congestion control without deadlines the deadline is
     only measured against)"""
-    return [DLTRAFFIC, "fanin", "--leaves", ",".join(f"{fab.ip(h)}:{SIZED_PORT}" for h in tree["leaves"]),
+    wait = ["sh", "-c", f'sleep {tree["start_s"]} && exec "$@"', "sh"] if tree.get("start_s") else []
+    return wait + [DLTRAFFIC, "fanin", "--leaves", ",".join(f"{fab.ip(h)}:{SIZED_PORT}" for h in tree["leaves"]),
             "--queries", str(tree["queries"]), "--resp-bytes", str(tree["resp_bytes"]),
             "--deadline-us", f"{tree['deadline_us']}-{tree['deadline_max_us']}",
             "--interval-us", str(tree["interval_us"]), "--seed", str(tree["seed"])]
@@ -435,8 +436,8 @@ def run_one(fab, scheme, wl, flows, exp):
             print(f"run: dltraffic fanin at {t['src']} (app {t.get('app')}) exited {p.returncode}: "
                   f"{(e or '')[-300:]}", flush=True)
         recs += oldi_records(t, o, 1 + max([r["id"] for r in recs] + [x["id"] for x, _p, _l in fanins]))
-        oldi.append({k: t[k] for k in ("id", "app", "src", "leaves", "resp_bytes", "deadline_us",
-                                       "deadline_max_us", "interval_us", "queries")})
+        oldi.append({k: t.get(k) for k in ("id", "app", "tree", "src", "leaves", "resp_bytes", "deadline_us",
+                                           "deadline_max_us", "interval_us", "queries", "start_s")})
     t_cpu1 = cpu_busy()
     j_cpu1 = cpu_jiffies()
     gro_capture = cap.stop() if cap else None

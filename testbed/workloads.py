@@ -242,23 +242,27 @@ def oldi_time_scale(link_mbit, paper_link_mbit=D2TCP_PAPER_LINK_MBIT):
     return paper_link_mbit / link_mbit
 
 
-def oldi(hosts, seed=1, duration_s=10, link_mbit=10, fanin=20, apps=5, variance=0.5, load=0.15,
+def oldi(hosts, seed=1, duration_s=10, link_mbit=10, fanin=20, apps=5, trees=1, variance=0.5, load=0.15,
          background=True, paper_link_mbit=D2TCP_PAPER_LINK_MBIT, hosts_per_leaf=None, **_):
     """D2TCP Sec. 4.2: `apps` applications (the first of the paper's five),
-    one tree each: a parent and `fanin` leaf connections (leaf hosts drawn
-    from the other hosts, cycling through them when fanin exceeds them, so
-    a host may serve several leaves of a tree), parents spread over the
-    leaves of the Clos (hosts_per_leaf).  Application a's responses are
-    D2TCP_APPS[a]'s size; deadlines uniform in [D, D * (1 + variance)] x TS
-    (the paper's medium variance: 0.5).  Queries go to all leaves at once,
-    one every interval_us (the next not before the last response): the
-    responses take `load` of the parent's link on average.  With
-    `background`, 1 MB flows from a random other host to each parent,
-    exponential gaps of mean 300 ms x TS (Sec. 4.2.3)."""
+    each `trees` identical trees (the paper: five) of a parent and `fanin`
+    leaf connections.  All trees of an application share its parent host
+    (16 hosts cannot hold the paper's 25 parents), the applications'
+    parents spread over the leaves of the Clos (hosts_per_leaf); each
+    tree's leaf hosts are drawn from the other hosts, cycling through them
+    when fanin exceeds them (a host may serve several leaves of a tree).
+    Application a's responses are D2TCP_APPS[a]'s size; deadlines uniform
+    in [D, D * (1 + variance)] x TS (the paper's medium variance: 0.5).  A
+    tree sends a query to all its leaves at once, one every interval_us
+    (the next not before the last response), the application's trees
+    staggered evenly over the interval (start_s): together they take
+    `load` of the parent's link on average.  With `background`, per tree,
+    1 MB flows from a random other host to the parent, exponential gaps of
+    mean 300 ms x TS (Sec. 4.2.3)."""
     if not 1 <= apps <= len(D2TCP_APPS):
         raise ValueError(f"oldi: apps must be 1-{len(D2TCP_APPS)}")
-    if fanin < 1:
-        raise ValueError("oldi: fanin must be at least 1")
+    if fanin < 1 or trees < 1:
+        raise ValueError("oldi: fanin and trees must be at least 1")
     if not 0 < load <= 1:
         raise ValueError("oldi: load must be in (0, 1]")
     if variance < 0:
@@ -281,20 +285,22 @@ def oldi(hosts, seed=1, duration_s=10, link_mbit=10, fanin=20, apps=5, variance=
         parent = order[a]
         size, dl = D2TCP_APPS[a]
         others = [h for h in hosts if h != parent]
-        rng.shuffle(others)
-        leaves = [others[k % len(others)] for k in range(fanin)]
-        interval_us = int(fanin * size * 8 / (load * link_mbit))     # bits / (bit/us)
-        dmin = int(round(dl * ts))
-        flows.append(dict(src=parent, dst=parent, kind="tree", app=a, leaves=leaves, resp_bytes=size,
-                          deadline_us=dmin, deadline_max_us=int(round(dl * ts * (1 + variance))),
-                          interval_us=interval_us, queries=max(1, int(duration_s * 1e6 // interval_us)),
-                          seed=seed * 1000 + a, start_s=0.0))
-        if background:
-            t = rng.expovariate(1 / (D2TCP_BG_MEAN_S * ts))
-            while t < duration_s:
-                flows.append(dict(src=rng.choice(others), dst=parent, kind="long", bytes=D2TCP_BG_BYTES,
-                                  start_s=round(t, 6), app=a))
-                t += rng.expovariate(1 / (D2TCP_BG_MEAN_S * ts))
+        interval_us = int(trees * fanin * size * 8 / (load * link_mbit))     # bits / (bit/us)
+        for j in range(trees):
+            rng.shuffle(others)
+            leaves = [others[k % len(others)] for k in range(fanin)]
+            start_s = round(j * interval_us / trees / 1e6, 6)
+            flows.append(dict(src=parent, dst=parent, kind="tree", app=a, tree=j, leaves=leaves,
+                              resp_bytes=size, deadline_us=int(round(dl * ts)),
+                              deadline_max_us=int(round(dl * ts * (1 + variance))), interval_us=interval_us,
+                              queries=max(1, int((duration_s - start_s) * 1e6 // interval_us)),
+                              seed=seed * 1000 + a * 100 + j, start_s=start_s))
+            if background:
+                t = rng.expovariate(1 / (D2TCP_BG_MEAN_S * ts))
+                while t < duration_s:
+                    flows.append(dict(src=rng.choice(others), dst=parent, kind="long", bytes=D2TCP_BG_BYTES,
+                                      start_s=round(t, 6), app=a))
+                    t += rng.expovariate(1 / (D2TCP_BG_MEAN_S * ts))
     flows.sort(key=lambda f: f["start_s"])
     return _ports(flows)
 

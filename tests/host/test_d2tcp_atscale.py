@@ -48,6 +48,28 @@ def test_oldi_is_the_papers_five_applications_scaled_in_time():
     assert len({t["src"] for t in ts}) == 5
 
 
+def test_oldi_trees_share_the_applications_parent_and_load():
+    fl = workloads.generate("oldi", HOSTS, fanin=10, trees=5, load=0.5, link_mbit=25, hosts_per_leaf=4,
+                            duration_s=20)
+    ts = trees(fl)
+    assert len(ts) == 25
+    for a in range(5):
+        mine = sorted((t for t in ts if t["app"] == a), key=lambda t: t["tree"])
+        assert [t["tree"] for t in mine] == [0, 1, 2, 3, 4]
+        assert len({t["src"] for t in mine}) == 1
+        iv = mine[0]["interval_us"]
+        # five trees, each at a fifth of the load: together 0.5 of 25 Mbit/s
+        assert 5 * 10 * mine[0]["resp_bytes"] * 8 / iv == pytest.approx(0.5 * 25, rel=1e-3)
+        # staggered evenly over the interval, queries within the duration
+        assert [t["start_s"] for t in mine] == pytest.approx([j * iv / 5 / 1e6 for j in range(5)], abs=1e-6)
+        for t in mine:
+            assert t["start_s"] * 1e6 + t["queries"] * iv <= 20e6 + 1
+        # leaves drawn per tree
+        assert len({tuple(t["leaves"]) for t in mine}) == 5
+        assert len({t["seed"] for t in mine}) == 5
+    assert len({t["src"] for t in ts}) == 5
+
+
 def test_oldi_variance_apps_time_scale_and_seed():
     a = workloads.generate("oldi", HOSTS, fanin=5, apps=2, variance=0.1, link_mbit=10, seed=3, duration_s=60)
     ts = trees(a)
@@ -58,7 +80,7 @@ def test_oldi_variance_apps_time_scale_and_seed():
     assert a != workloads.generate("oldi", HOSTS, fanin=5, apps=2, variance=0.1, link_mbit=10, seed=4,
                                    duration_s=60)
     assert workloads.oldi_time_scale(100) == 10 and workloads.oldi_time_scale(250, 1000) == 4
-    for bad in (dict(apps=0), dict(apps=6), dict(fanin=0), dict(load=0), dict(variance=-0.1), dict(link_mbit=0)):
+    for bad in (dict(apps=0), dict(apps=6), dict(fanin=0), dict(trees=0), dict(load=0), dict(variance=-0.1), dict(link_mbit=0)):
         with pytest.raises(ValueError):
             workloads.generate("oldi", HOSTS, **bad)
 
@@ -108,6 +130,12 @@ def test_fanin_command_line():
     assert a[a.index("--deadline-us") + 1] == f"{t['deadline_us']}-{t['deadline_max_us']}"
     assert a[a.index("--leaves") + 1].split(",") == [f"10.0.0.{h[1:]}:{run.SIZED_PORT}" for h in t["leaves"]]
     assert a[a.index("--queries") + 1] == str(t["queries"])
+    assert a[0] == run.DLTRAFFIC
+    # a staggered tree sleeps to its start first
+    t2 = [t for t in trees(workloads.generate("oldi", HOSTS, fanin=5, trees=2, link_mbit=100)) if t["tree"] == 1][0]
+    a = run.fanin_argv(_Fab(), t2)
+    assert t2["start_s"] > 0 and a[:3] == ["sh", "-c", f'sleep {t2["start_s"]} && exec "$@"']
+    assert a[4:6] == [run.DLTRAFFIC, "fanin"]
 
 
 def rr(q, leaf, fct, deadline, nbytes=2048):
