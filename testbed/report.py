@@ -517,7 +517,7 @@ def markdown(res, pngs, out):
     if od:
         ts = (1 / m["scale"]) if m.get("scale") else None
         L += ["", "## D2TCP at scale (Sec. 4.2: Figs. 10, 12, 13, 14)", "",
-              f"OLDI trees (testbed/workloads.py `oldi`), one per application; times x {ts:g} (the paper's "
+              f"OLDI trees (testbed/workloads.py `oldi`), each application's at its parent host; times x {ts:g} (the paper's "
               f"{m.get('paper_link_mbit'):g} Mbit/s over {m.get('link_mbit'):g}); deadlines as the leaves set them "
               "(TCP_DEADLINE under D2TCP, measured against under the others), FCT from the query's send to the "
               "response's last byte at the parent. Missed: of the completed responses. FCT / deadline: p50 / p90 / "
