@@ -20,7 +20,7 @@ PY := $(VENV)/bin/python
 REPEAT ?= 1
 
 .PHONY: all deps kernel kernel-debug kernel-release tools demo check check-host \
-	check-guest bench-d2tcp bench-htb bench-fastlane bench-fastlane-clos bench-presto iproute2 ovs series checkpatch clean distclean help \
+	check-guest bench-d2tcp bench-d2tcp-atscale bench-htb bench-fastlane bench-fastlane-clos bench-presto iproute2 ovs series checkpatch clean distclean help \
 	testbed testbed-physical-selftest
 
 all: deps kernel-release tools demo testbed
@@ -70,6 +70,13 @@ check-host: deps tools ovs
 bench-d2tcp: deps kernel-release tools
 	@$(PY) bench/d2tcp.py --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-d2tcp --repeat $(REPEAT)
 	@echo "report: $(RESULTS)/bench-d2tcp/report.md"
+
+# D2TCP's at-scale benchmark (Sec. 4.2, Figs. 9-14) on the testbed's Clos:
+# five OLDI applications, fan-in 5-40, TCP, DCTCP and D2TCP, at 100 Mbit/s
+# with every time x 10 (testbed/experiments/d2tcp-atscale.json, docs/d2tcp.md).
+bench-d2tcp-atscale: deps kernel-release tools
+	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/d2tcp-atscale.json --out $(RESULTS)/bench-d2tcp-atscale --repeat $(REPEAT)
+	@echo "report: $(RESULTS)/bench-d2tcp-atscale/report.md"
 
 bench-fastlane: deps kernel-release tools
 	@$(PY) bench/fastlane.py --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-fastlane --repeat $(REPEAT)

@@ -157,6 +157,75 @@ def cpu_overheads(meta, runs):
                                      if cb.get("softirq_us_per_segment") else None)
 
 
+# D2TCP Sec. 4.2 (ns-3, 1000 hosts, 1 Gbit/s host links), as the text gives
+# them (the figures' other points are plots only)
+PAPER_D2TCP = [
+    "Fig. 10 (medium variance, no background flows): at fan-in 40 DCTCP and D3 miss about 25% of the "
+    "deadlines, D2TCP under 7%; TCP misses a rapidly increasing fraction as the fan-in grows (5 to 40)",
+    "Fig. 12 (medium variance): D2TCP's p50/p90/p99 latencies, normalized to the deadline, significantly "
+    "lower than DCTCP's and D3's, tracking Fig. 10",
+    "Fig. 13: the background flows' bandwidth at 85% or more of TCP's under every scheme, D2TCP's at 95% or "
+    "more, slightly above DCTCP's",
+    "Fig. 14 (with the background flows): missed fractions similar to Fig. 10's",
+]
+
+
+def oldi_summary(r):
+    """D2TCP's at-scale benchmark (workloads.oldi) in one run: responses,
+    missed deadlines (of the completed ones; a response without a result is
+    incomplete, not met), per application, the FCT normalized to the
+    deadline (Fig. 12) and the background flows' throughput (Fig. 13);
+    None without OLDI responses"""
+    resp = [f for f in r["flows"] if f["kind"] == "oldi"]
+    if not resp:
+        return None
+    trees = {t["app"]: t for t in (r.get("oldi_trees") or [])}
+
+    def part(fs):
+        done = [f for f in fs if f.get("fct_us") is not None]
+        missed = sum(1 for f in done if f.get("met_deadline") is False)
+        norm = [f["fct_us"] / f["deadline_us"] for f in done if f.get("deadline_us")]
+        return dict(responses=len(fs), completed=len(done), missed=missed,
+                    missed_frac=missed / len(done) if done else None, incomplete=len(fs) - len(done),
+                    norm_p50=pct(norm, 50) if norm else None, norm_p90=pct(norm, 90) if norm else None,
+                    norm_p99=pct(norm, 99) if norm else None,
+                    fct_p50_us=pct([f["fct_us"] for f in done], 50) if done else None,
+                    fct_p99_us=pct([f["fct_us"] for f in done], 99) if done else None)
+    out = part(resp)
+    apps = {}
+    for f in resp:
+        apps.setdefault(f.get("app"), []).append(f)
+    out["apps"] = []
+    for a in sorted(apps, key=lambda x: (x is None, x)):
+        t = trees.get(a) or {}
+        out["apps"].append(dict(part(apps[a]), app=a, bytes=t.get("resp_bytes", apps[a][0]["bytes"]),
+                                deadline_us=t.get("deadline_us"), deadline_max_us=t.get("deadline_max_us"),
+                                parent=t.get("src"), queries=t.get("queries")))
+    fanins = sorted({len(t["leaves"]) for t in trees.values()})
+    out["fanin"] = fanins[0] if len(fanins) == 1 else None
+    bg = [f for f in r["flows"] if f["kind"] == "long"]
+    bgd = [f for f in bg if f.get("tput_bps") is not None]
+    out["background"] = dict(flows=len(bg), completed=len(bgd),
+                             mean_bps=statistics.mean(f["tput_bps"] for f in bgd) if bgd else None,
+                             bytes=sum(f["bytes"] for f in bgd))
+    return out
+
+
+def oldi_compare(runs):
+    """against the same workload's "tcp" run (background, Fig. 13) and
+    "dctcp" run (missed deadlines)"""
+    by = {(r["scheme"], r["workload"]): r.get("oldi") for r in runs}
+    for r in runs:
+        o = r.get("oldi")
+        if not o:
+            continue
+        t, d = by.get(("tcp", r["workload"])), by.get(("dctcp", r["workload"]))
+        tb = (t or {}).get("background", {}).get("mean_bps")
+        o["background_of_tcp"] = (o["background"]["mean_bps"] / tb) if tb and o["background"]["mean_bps"] else None
+        dm = (d or {}).get("missed_frac")
+        o["missed_of_dctcp"] = (o["missed_frac"] / dm) if dm and o["missed_frac"] is not None else None
+
+
 def analyse(raw):
     meta = raw["meta"]
     link_bps = (meta.get("link_mbit") or 0) * 1e6 or None
@@ -192,6 +261,7 @@ def analyse(raw):
             receiver=receiver(r),
             cpu_cost=cpu_cost(r),
             fault_errors=list(r.get("fault_errors") or []),
+            oldi=oldi_summary(r),
             incomplete=sum(1 for f in flows if f.get("tput_bps") is None and f.get("fct_us") is None)))
     # each scheme's elephant throughput against "optimal" on the same workload
     opt = {r["workload"]: r["elephant_mean_bps"] for r in runs if r["scheme"] == "optimal"}
@@ -199,6 +269,7 @@ def analyse(raw):
         o = opt.get(r["workload"])
         r["of_optimal"] = (r["elephant_mean_bps"] / o) if o and r["elephant_mean_bps"] is not None else None
     cpu_overheads(meta, runs)
+    oldi_compare(runs)
     # a run whose fault failed (or never happened) is not the run the
     # experiment asked for: the report says FAILED
     failed = [f"{r['scheme']}/{r['workload']}: {e}" for r in runs for e in r["fault_errors"]]
@@ -463,6 +534,36 @@ def markdown(res, pngs, out):
         for r, c, s in fcts:
             L.append(f"| {r['scheme']} | {r['workload']} | {c} | {s['n']} | {us(s['p50_us'])} | {us(s['p90_us'])} |"
                      f" {us(s['p99_us'])} | {us(s['p999_us'])} |")
+    od = [r for r in res["runs"] if r.get("oldi")]
+    if od:
+        ts = (1 / m["scale"]) if m.get("scale") else None
+        L += ["", "## D2TCP at scale (Sec. 4.2: Figs. 10, 12, 13, 14)", "",
+              f"OLDI trees (testbed/workloads.py `oldi`), each application's at its parent host; times x {ts:g} (the paper's "
+              f"{m.get('paper_link_mbit'):g} Mbit/s over {m.get('link_mbit'):g}); deadlines as the leaves set them "
+              "(TCP_DEADLINE under D2TCP, measured against under the others), FCT from the query's send to the "
+              "response's last byte at the parent. Missed: of the completed responses. FCT / deadline: p50 / p90 / "
+              "p99 (Fig. 12). Background: mean throughput of the 1 MB flows to the parents, and against TCP's on the "
+              "same fan-in (Fig. 13)." if ts else "OLDI trees (testbed/workloads.py `oldi`).", "",
+              "| scheme | fan-in | responses | missed | of DCTCP's | missed per app (" + " / ".join(
+                  f"{a['bytes'] // 1024} KB" for a in od[0]["oldi"]["apps"]) + ") | FCT / deadline p50 / p90 / p99 | "
+              "FCT p99 | background mean (flows) | of TCP's | drops | marks | CPU | incomplete |",
+              "|" + "---|" * 14]
+        for r in sorted(od, key=lambda r: (r["oldi"]["fanin"] or 0, r["scheme"])):
+            o = r["oldi"]
+            bg = o["background"]
+            cpu = r.get("cpu") or {}
+
+            def f2(x):
+                return "-" if x is None else f"{x:.2f}"
+            L.append(f"| {r['scheme']} | {o['fanin'] if o['fanin'] is not None else r['workload']} | "
+                     f"{o['completed']} | {o['missed']} ({frac(o['missed_frac'], 1)}) | {f2(o.get('missed_of_dctcp'))} | "
+                     + " / ".join(frac(a["missed_frac"], 1) for a in o["apps"])
+                     + f" | {f2(o['norm_p50'])} / {f2(o['norm_p90'])} / {f2(o['norm_p99'])} | {us(o['fct_p99_us'])} | "
+                     f"{mbit(bg['mean_bps'])} ({bg['completed']}/{bg['flows']}) | {frac(o.get('background_of_tcp'), 1)} | "
+                     f"{r['drops']} | {r['marks']} | "
+                     + ("-" if not cpu else f"{statistics.mean(cpu.values()) * 100:.0f}%")
+                     + f" | {o['incomplete']} |")
+        L += ["", "Paper (Sec. 4.2, ns-3 with 1000 hosts):", ""] + [f"- {x}" for x in PAPER_D2TCP]
     if any(r["deadline_flows"] for r in res["runs"]):
         L += ["", "Missed deadlines: " + ", ".join(f"{r['scheme']}/{r['workload']} {r['missed_deadlines']}"
                                                   f" of {r['deadline_flows']}" for r in res["runs"])]

@@ -180,6 +180,59 @@ def sized_record(flow, res):
     return rec
 
 
+def fanin_argv(fab, tree):
+    """`dltraffic fanin` for one OLDI tree (workloads.oldi), run at its
+    parent (after start_s): a connection to every leaf's server, `queries` queries each
+    answered by every leaf with resp_bytes under a deadline drawn uniformly
+    in [deadline_us, deadline_max_us] (the leaf sets TCP_DEADLINE on its
+    response; under a congestion control without deadlines the deadline is
+    only measured against)"""
+    wait = ["sh", "-c", f'sleep {tree["start_s"]} && exec "$@"', "sh"] if tree.get("start_s") else []
+    return wait + [DLTRAFFIC, "fanin", "--leaves", ",".join(f"{fab.ip(h)}:{SIZED_PORT}" for h in tree["leaves"]),
+            "--queries", str(tree["queries"]), "--resp-bytes", str(tree["resp_bytes"]),
+            "--deadline-us", f"{tree['deadline_us']}-{tree['deadline_max_us']}",
+            "--interval-us", str(tree["interval_us"]), "--seed", str(tree["seed"])]
+
+
+def oldi_records(tree, out, id0):
+    """the raw flow records of one tree's responses from its `dltraffic
+    fanin` output (JSON lines "type": "flow", "op": "rr", id "qQ-lL"): one
+    per (query, leaf), src the leaf's host, dst the parent, kind "oldi",
+    its deadline and met_deadline = FCT <= deadline (the FCT from the
+    query's send to the response's last byte at the parent).  A response
+    the output lacks (the process died or timed out) is a record without
+    FCT and met_deadline None, so the report counts it incomplete, not met.
+    Ids from id0 on, in (query, leaf) order."""
+    got = {}
+    for line in (out or "").splitlines():
+        try:
+            j = json.loads(line)
+        except ValueError:
+            continue
+        if j.get("type") != "flow" or j.get("op") != "rr":
+            continue
+        m = re.fullmatch(r"q(\d+)-l(\d+)", str(j.get("id", "")))
+        if m:
+            got[(int(m.group(1)), int(m.group(2)))] = j
+    recs = []
+    for q in range(tree["queries"]):
+        for i, leaf in enumerate(tree["leaves"]):
+            rec = flow_record(dict(id=id0 + len(recs), src=leaf, dst=tree["src"], kind="oldi"), 0)
+            rec.update(app=tree.get("app"), query=q, tree=tree["id"], bytes=int(tree["resp_bytes"]))
+            j = got.get((q, i))
+            if j:
+                rec["bytes"] = int(j["bytes"])
+                rec["fct_us"] = float(j["fct_us"])
+                rec["duration_s"] = rec["fct_us"] / 1e6
+                rec["tput_bps"] = rec["bytes"] * 8 / max(rec["duration_s"], 1e-6)
+                rec["deadline_us"] = float(j["deadline_us"]) or None
+                rec["met_deadline"] = (rec["fct_us"] <= rec["deadline_us"]) if rec["deadline_us"] else None
+            else:
+                rec["deadline_us"] = float(tree["deadline_us"])
+            recs.append(rec)
+    return recs
+
+
 class StartGate:
     """A start barrier for the clients of one run.
 
@@ -245,10 +298,11 @@ def run_one(fab, scheme, wl, flows, exp):
                 sysctl(k, v)
             if mptcp:
                 sysctl("net.mptcp.enabled", 1)
-    sized = [f for f in flows if f.get("bytes")]
-    flows = [f for f in flows if not f.get("bytes")]
+    trees = [f for f in flows if f.get("kind") == "tree"]
+    sized = [f for f in flows if f.get("bytes") and f.get("kind") != "tree"]
+    flows = [f for f in flows if not f.get("bytes") and f.get("kind") != "tree"]
     servers = []
-    for dst in dict.fromkeys(f["dst"] for f in sized):
+    for dst in dict.fromkeys([f["dst"] for f in sized] + [h for t in trees for h in t["leaves"]]):
         servers.append(fab.spawn(dst, wrap + [DLTRAFFIC, "server", "-p", str(SIZED_PORT)],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     for f in flows:
@@ -264,6 +318,9 @@ def run_one(fab, scheme, wl, flows, exp):
         listen.setdefault(f["dst"], set()).add(int(f["port"]))
     for f in sized:
         listen.setdefault(f["dst"], set()).add(SIZED_PORT)
+    for t in trees:
+        for h in t["leaves"]:
+            listen.setdefault(h, set()).add(SIZED_PORT)
     if exp.get("rtt_probe", True):
         listen.setdefault(hosts[-1], set()).add(SOCKPERF_PORT)
     for node, ports in listen.items():
@@ -288,6 +345,13 @@ def run_one(fab, scheme, wl, flows, exp):
         scheds.append(fab.spawn(src, wrap + gate.argv([DLTRAFFIC, "sched", "-p", str(SIZED_PORT)]),
                                 stdin=subprocess.PIPE))
         sched_lines.append(lines)
+    # OLDI trees: one `dltraffic fanin` per tree at its parent
+    # (stdout to a file: a response per line would fill a pipe and stall
+    # the tree while the runner waits on other clients)
+    fanins = []
+    for t in trees:
+        logf = tempfile.TemporaryFile("w+")
+        fanins.append((t, fab.spawn(t["src"], gate.argv(fanin_argv(fab, t)), stdout=logf), logf))
     # The RTT probe waits at the same barrier, sleeps 1 s and runs for
     # the run's duration less 4 s: sockperf spends about 2 s connecting
     # and warming up before its first sample, so it samples from about
@@ -367,6 +431,22 @@ def run_one(fab, scheme, wl, flows, exp):
             if j.get("type") == "flow":
                 done[str(j["id"])] = j
     recs += [sized_record(f, done.get(str(f["id"]))) for f in sized]
+    oldi = []
+    for t, p, logf in fanins:
+        try:
+            _o, e = p.communicate(timeout=10 * duration + 120)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            _o, e = p.communicate()
+        logf.seek(0)
+        o = logf.read()
+        logf.close()
+        if p.returncode:
+            print(f"run: dltraffic fanin at {t['src']} (app {t.get('app')}) exited {p.returncode}: "
+                  f"{(e or '')[-300:]}", flush=True)
+        recs += oldi_records(t, o, 1 + max([r["id"] for r in recs] + [x["id"] for x, _p, _l in fanins]))
+        oldi.append({k: t.get(k) for k in ("id", "app", "tree", "src", "leaves", "resp_bytes", "deadline_us",
+                                           "deadline_max_us", "interval_us", "queries", "start_s")})
     t_cpu1 = cpu_busy()
     j_cpu1 = cpu_jiffies()
     gro_capture = cap.stop() if cap else None
@@ -395,7 +475,7 @@ def run_one(fab, scheme, wl, flows, exp):
                 flowcell_seed=(fab.flowcell_seed if fab.mode == "presto" and not fab.flowcell_seed_error
                                else None),
                 ports=fab.port_counters(), rtt_us=rtt, host_counters=host_counters,
-                gro_capture=gro_capture,
+                gro_capture=gro_capture, oldi_trees=oldi or None,
                 cpu_jiffies=dict({k: j_cpu1[k] - j_cpu0[k] for k in j_cpu0 if k != "ncpu"}, ncpu=j_cpu1["ncpu"]),
                 cpu={"guest": max(0.0, min(1.0, 1 - idle / tot)) if tot else 0.0})
 
@@ -556,7 +636,7 @@ def guest_main(a):
                     params = {k: v for k, v in part.items() if k not in ("name", "with", "label")}
                     params.setdefault("duration_s", exp.get("duration_s", 10))
                     params.setdefault("link_mbit", topo.link_mbit)
-                    if part["name"] in ("random", "bijection") and base.kind == "clos":
+                    if part["name"] in ("random", "bijection", "oldi") and base.kind == "clos":
                         # not under the sender's leaf (Presto Sec. 5), and
                         # the same flows for every scheme (Optimal too)
                         params.setdefault("hosts_per_leaf", base.hosts_per_leaf)

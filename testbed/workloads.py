@@ -33,6 +33,14 @@ Sized flows:
   partagg     FastLane's partition-aggregate: short responses of 2-32 KB
               fanned in to one aggregator, 1 MB long flows all-to-all, 10%
               of the load short
+Deadline-bound partition-aggregate:
+  oldi        D2TCP's at-scale benchmark (Sec. 4.2): one OLDI tree per
+              application (parent, `fanin` leaves), 2-18 KB responses with
+              20-45 ms deadlines plus a uniform variation, 1 MB background
+              flows to each parent; every time scaled by the paper's rate
+              over ours.  A tree is one entry of kind "tree" (run.py runs it
+              as `dltraffic fanin` at the parent), the background flows are
+              sized flows of kind "long".
 """
 import argparse
 import json
@@ -219,6 +227,88 @@ def partagg(hosts, seed=1, duration_s=10, load=0.4, link_mbit=10, short_share=0.
     return _ports(flows)
 
 
+# D2TCP Sec. 4.2.1: the five applications' leaf-to-parent message sizes
+# ("2, 6, 10, 14, and 18 KB") and base deadlines (20-45 ms), on 1 Gbit/s
+# host links; Sec. 4.2.3: a background flow per tree, 1 MB, exponential
+# arrivals with a mean of 300 ms.
+D2TCP_APPS = [(2 * 1024, 20000), (6 * 1024, 30000), (10 * 1024, 35000), (14 * 1024, 40000),
+              (18 * 1024, 45000)]
+D2TCP_PAPER_LINK_MBIT = 1000
+D2TCP_BG_BYTES = 1 << 20
+D2TCP_BG_MEAN_S = 0.3
+
+
+def oldi_time_scale(link_mbit, paper_link_mbit=D2TCP_PAPER_LINK_MBIT):
+    """TS = the paper's rate / ours: with bytes kept, every time (deadline,
+    query interval, background arrivals, RTT, RTO) is multiplied by TS"""
+    if not link_mbit or link_mbit <= 0:
+        raise ValueError("oldi: link_mbit must be > 0")
+    return paper_link_mbit / link_mbit
+
+
+def oldi(hosts, seed=1, duration_s=10, link_mbit=10, fanin=20, apps=5, trees=1, variance=0.5, load=0.15,
+         background=True, paper_link_mbit=D2TCP_PAPER_LINK_MBIT, hosts_per_leaf=None, **_):
+    """D2TCP Sec. 4.2: `apps` applications (the first of the paper's five),
+    each `trees` identical trees (the paper: five) of a parent and `fanin`
+    leaf connections.  All trees of an application share its parent host
+    (16 hosts cannot hold the paper's 25 parents), the applications'
+    parents spread over the leaves of the Clos (hosts_per_leaf); each
+    tree's leaf hosts are drawn from the other hosts, cycling through them
+    when fanin exceeds them (a host may serve several leaves of a tree).
+    Application a's responses are D2TCP_APPS[a]'s size; deadlines uniform
+    in [D, D * (1 + variance)] x TS (the paper's medium variance: 0.5).  A
+    tree sends a query to all its leaves at once, one every interval_us
+    (the next not before the last response), the application's trees
+    staggered evenly over the interval (start_s): together they take
+    `load` of the parent's link on average.  With `background`, per tree,
+    1 MB flows from a random other host to the parent, exponential gaps of
+    mean 300 ms x TS (Sec. 4.2.3)."""
+    if not 1 <= apps <= len(D2TCP_APPS):
+        raise ValueError(f"oldi: apps must be 1-{len(D2TCP_APPS)}")
+    if fanin < 1 or trees < 1:
+        raise ValueError("oldi: fanin and trees must be at least 1")
+    if not 0 < load <= 1:
+        raise ValueError("oldi: load must be in (0, 1]")
+    if variance < 0:
+        raise ValueError("oldi: variance must be >= 0")
+    n = len(hosts)
+    if n < 2:
+        raise ValueError("oldi needs at least 2 hosts")
+    if apps > n:
+        raise ValueError(f"oldi: {apps} parents need as many hosts ({n})")
+    ts = oldi_time_scale(link_mbit, paper_link_mbit)
+    rng = random.Random(seed)
+    hpl = hosts_per_leaf or n
+    racks = [list(hosts[i:i + hpl]) for i in range(0, n, hpl)]
+    for r in racks:
+        rng.shuffle(r)
+    # parent of app a: rack a mod L, the rack's (a // L)-th host (shuffled)
+    order = [r[k] for k in range(max(len(r) for r in racks)) for r in racks if k < len(r)]
+    flows = []
+    for a in range(apps):
+        parent = order[a]
+        size, dl = D2TCP_APPS[a]
+        others = [h for h in hosts if h != parent]
+        interval_us = int(trees * fanin * size * 8 / (load * link_mbit))     # bits / (bit/us)
+        for j in range(trees):
+            rng.shuffle(others)
+            leaves = [others[k % len(others)] for k in range(fanin)]
+            start_s = round(j * interval_us / trees / 1e6, 6)
+            flows.append(dict(src=parent, dst=parent, kind="tree", app=a, tree=j, leaves=leaves,
+                              resp_bytes=size, deadline_us=int(round(dl * ts)),
+                              deadline_max_us=int(round(dl * ts * (1 + variance))), interval_us=interval_us,
+                              queries=max(1, int((duration_s - start_s) * 1e6 // interval_us)),
+                              seed=seed * 1000 + a * 100 + j, start_s=start_s))
+            if background:
+                t = rng.expovariate(1 / (D2TCP_BG_MEAN_S * ts))
+                while t < duration_s:
+                    flows.append(dict(src=rng.choice(others), dst=parent, kind="long", bytes=D2TCP_BG_BYTES,
+                                      start_s=round(t, 6), app=a))
+                    t += rng.expovariate(1 / (D2TCP_BG_MEAN_S * ts))
+    flows.sort(key=lambda f: f["start_s"])
+    return _ports(flows)
+
+
 WORKLOADS = {
     "stride": stride,
     "bijection": bijection,
@@ -228,6 +318,7 @@ WORKLOADS = {
     "websearch": lambda hosts, **kw: trace(hosts, WEBSEARCH_CDF, **kw),
     "datamining": lambda hosts, **kw: trace(hosts, DATAMINING_CDF, **kw),
     "partagg": partagg,
+    "oldi": oldi,
 }
 
 

@@ -1,0 +1,204 @@
+"""D2TCP's at-scale benchmark on the testbed (Sec. 4.2): the `oldi` workload,
+its experiment keys, the deadline accounting of the runner and the report's
+section.  Host only: no boot."""
+import json
+import os
+import statistics
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "testbed"))
+
+import report  # noqa: E402
+import run  # noqa: E402
+import workloads  # noqa: E402
+from experiment import ExperimentError, validate_experiment  # noqa: E402
+
+HOSTS = [f"h{i}" for i in range(1, 17)]
+EXP = os.path.join(ROOT, "testbed", "experiments", "d2tcp-atscale.json")
+
+
+def trees(flows):
+    return [f for f in flows if f["kind"] == "tree"]
+
+
+def test_oldi_is_the_papers_five_applications_scaled_in_time():
+    fl = workloads.generate("oldi", HOSTS, fanin=40, link_mbit=100, hosts_per_leaf=4, duration_s=10)
+    ts = trees(fl)
+    assert [t["app"] for t in ts] == [0, 1, 2, 3, 4]
+    # Sec. 4.2.1: 2/6/10/14/18 KB, 20/30/35/40/45 ms; TS = 1000 / 100 = 10
+    assert [t["resp_bytes"] for t in ts] == [2048, 6144, 10240, 14336, 18432]
+    assert [t["deadline_us"] for t in ts] == [200000, 300000, 350000, 400000, 450000]
+    # medium variance: a uniform 0-50% added
+    assert [t["deadline_max_us"] for t in ts] == [300000, 450000, 525000, 600000, 675000]
+    for t in ts:
+        assert len(t["leaves"]) == 40 and t["src"] not in t["leaves"]
+        # 40 leaves over the 15 other hosts: each serves 2 or 3
+        counts = [t["leaves"].count(h) for h in HOSTS if h != t["src"]]
+        assert min(counts) == 2 and max(counts) == 3
+        # the responses take `load` (0.15) of the parent's 100 Mbit/s link
+        assert t["fanin" if "fanin" in t else "resp_bytes"]
+        assert 40 * t["resp_bytes"] * 8 / t["interval_us"] == pytest.approx(0.15 * 100, rel=1e-3)
+        assert t["queries"] == int(10e6 // t["interval_us"])
+    # parents on different leaves of the 4x4 Clos (the fifth on the first's leaf)
+    racks = [int(t["src"][1:]) // 4.0001 for t in ts]
+    assert len(set(racks[:4])) == 4
+    assert len({t["src"] for t in ts}) == 5
+
+
+def test_oldi_trees_share_the_applications_parent_and_load():
+    fl = workloads.generate("oldi", HOSTS, fanin=10, trees=5, load=0.5, link_mbit=25, hosts_per_leaf=4,
+                            duration_s=20)
+    ts = trees(fl)
+    assert len(ts) == 25
+    for a in range(5):
+        mine = sorted((t for t in ts if t["app"] == a), key=lambda t: t["tree"])
+        assert [t["tree"] for t in mine] == [0, 1, 2, 3, 4]
+        assert len({t["src"] for t in mine}) == 1
+        iv = mine[0]["interval_us"]
+        # five trees, each at a fifth of the load: together 0.5 of 25 Mbit/s
+        assert 5 * 10 * mine[0]["resp_bytes"] * 8 / iv == pytest.approx(0.5 * 25, rel=1e-3)
+        # staggered evenly over the interval, queries within the duration
+        assert [t["start_s"] for t in mine] == pytest.approx([j * iv / 5 / 1e6 for j in range(5)], abs=1e-6)
+        for t in mine:
+            assert t["start_s"] * 1e6 + t["queries"] * iv <= 20e6 + 1
+        # leaves drawn per tree
+        assert len({tuple(t["leaves"]) for t in mine}) == 5
+        assert len({t["seed"] for t in mine}) == 5
+    assert len({t["src"] for t in ts}) == 5
+
+
+def test_oldi_variance_apps_time_scale_and_seed():
+    a = workloads.generate("oldi", HOSTS, fanin=5, apps=2, variance=0.1, link_mbit=10, seed=3, duration_s=60)
+    ts = trees(a)
+    assert len(ts) == 2
+    assert ts[0]["deadline_us"] == 2000000 and ts[0]["deadline_max_us"] == 2200000    # TS = 100
+    assert a == workloads.generate("oldi", HOSTS, fanin=5, apps=2, variance=0.1, link_mbit=10, seed=3,
+                                   duration_s=60)
+    assert a != workloads.generate("oldi", HOSTS, fanin=5, apps=2, variance=0.1, link_mbit=10, seed=4,
+                                   duration_s=60)
+    assert workloads.oldi_time_scale(100) == 10 and workloads.oldi_time_scale(250, 1000) == 4
+    for bad in (dict(apps=0), dict(apps=6), dict(fanin=0), dict(trees=0), dict(load=0), dict(variance=-0.1), dict(link_mbit=0)):
+        with pytest.raises(ValueError):
+            workloads.generate("oldi", HOSTS, **bad)
+
+
+def test_oldi_background_flows_are_the_papers_1mb_every_300ms_scaled():
+    fl = workloads.generate("oldi", HOSTS, fanin=10, link_mbit=100, duration_s=3000, seed=2)
+    ts = {t["app"]: t["src"] for t in trees(fl)}
+    bg = [f for f in fl if f["kind"] == "long"]
+    assert all(f["bytes"] == 1 << 20 and f["dst"] == ts[f["app"]] and f["src"] != f["dst"] for f in bg)
+    for a in ts:
+        st = sorted(f["start_s"] for f in bg if f["app"] == a)
+        gaps = [y - x for x, y in zip(st, st[1:])]
+        assert statistics.mean(gaps) == pytest.approx(0.3 * 10, rel=0.15)      # 300 ms x TS
+    assert not [f for f in workloads.generate("oldi", HOSTS, background=False) if f["kind"] == "long"]
+
+
+def test_the_shipped_experiment_and_the_oldi_keys():
+    exp = validate_experiment(EXP)
+    assert {s["name"] for s in exp["schemes"]} == {"tcp", "dctcp", "d2tcp"}
+    assert sorted(w["fanin"] for w in exp["workloads"]) == [10, 20, 40]
+    topo = exp["topology"]
+    ts = topo["paper_link_mbit"] / topo["link_mbit"]
+    # K = 20 packets (the paper's at 1 Gbit/s) on the marking schemes, none on TCP's drop-tail
+    for s in exp["schemes"]:
+        assert (s.get("topology") or {}).get("ecn_k_bytes", 0) == (0 if s["name"] == "tcp" else 30000)
+    # RTOmin 20 ms and the 200 us base RTT, x TS
+    assert exp["sysctls"]["net.ipv4.tcp_rto_min_us"] == 20000 * ts
+    assert topo["host_delay_us"] * 2 == 200 * ts
+    for bad, msg in [({"sede": 1}, "unknown key 'sede'"), ({"fanin": 0}, "fanin"), ({"apps": 6}, "apps"),
+                     ({"load": 0}, "load"), ({"variance": "high"}, "variance")]:
+        e = json.loads(open(EXP).read())
+        e["workloads"][0].update(bad)
+        with pytest.raises(ExperimentError) as ei:
+            validate_experiment(e, name="x.json")
+        assert msg in str(ei.value)
+
+
+class _Fab:
+    def ip(self, h):
+        return "10.0.0." + h[1:]
+
+
+def test_fanin_command_line():
+    t = trees(workloads.generate("oldi", HOSTS, fanin=5, link_mbit=100))[0]
+    a = run.fanin_argv(_Fab(), t)
+    assert a[1] == "fanin"
+    assert a[a.index("--deadline-us") + 1] == f"{t['deadline_us']}-{t['deadline_max_us']}"
+    assert a[a.index("--leaves") + 1].split(",") == [f"10.0.0.{h[1:]}:{run.SIZED_PORT}" for h in t["leaves"]]
+    assert a[a.index("--queries") + 1] == str(t["queries"])
+    assert a[0] == run.DLTRAFFIC
+    # a staggered tree sleeps to its start first
+    t2 = [t for t in trees(workloads.generate("oldi", HOSTS, fanin=5, trees=2, link_mbit=100)) if t["tree"] == 1][0]
+    a = run.fanin_argv(_Fab(), t2)
+    assert t2["start_s"] > 0 and a[:3] == ["sh", "-c", f'sleep {t2["start_s"]} && exec "$@"']
+    assert a[4:6] == [run.DLTRAFFIC, "fanin"]
+
+
+def rr(q, leaf, fct, deadline, nbytes=2048):
+    return json.dumps(dict(type="flow", op="rr", query=q, id=f"q{q}-l{leaf}", peer="x", bytes=nbytes,
+                           start_us=0, end_us=fct, fct_us=fct, deadline_us=deadline, met=fct <= deadline))
+
+
+def test_deadline_accounting():
+    tree = dict(id=7, app=1, src="h1", leaves=["h2", "h3"], resp_bytes=2048, deadline_us=1000,
+                deadline_max_us=1500, queries=2)
+    out = "\n".join(["garbage", rr(0, 0, 1000, 1000), rr(0, 1, 1001, 1000), rr(1, 0, 50, 1400),
+                     json.dumps(dict(type="query", query=0, leaves=2, missed=1, fct_us=1001, start_us=0))]) + "\n"
+    recs = run.oldi_records(tree, out, 100)
+    assert [r["id"] for r in recs] == [100, 101, 102, 103]
+    assert [(r["query"], r["src"], r["dst"]) for r in recs] == [(0, "h2", "h1"), (0, "h3", "h1"),
+                                                                (1, "h2", "h1"), (1, "h3", "h1")]
+    # an FCT equal to the deadline meets it, one microsecond later misses
+    assert [r["met_deadline"] for r in recs] == [True, False, True, None]
+    assert recs[2]["deadline_us"] == 1400
+    # the response the output lacks: no FCT, not met, its deadline known
+    assert recs[3]["fct_us"] is None and recs[3]["tput_bps"] is None and recs[3]["deadline_us"] == 1000
+    assert all(r["kind"] == "oldi" and r["app"] == 1 for r in recs)
+
+
+def raw_for(missed_by_scheme, bg_bps):
+    """three schemes on one fan-in: 2 apps x 2 queries x 5 leaves, the
+    first `missed` responses late"""
+    runs = []
+    for scheme, missed in missed_by_scheme.items():
+        flows, i = [], 0
+        ts = []
+        for app in (0, 1):
+            t = dict(id=90 + app, app=app, src=f"h{app + 1}", leaves=[f"h{k}" for k in range(3, 8)],
+                     resp_bytes=2048 * (1 + 2 * app), deadline_us=1000, deadline_max_us=1500, interval_us=10,
+                     queries=2)
+            ts.append(t)
+            lines = [rr(q, k, 2000 if (i := i + 1) <= missed else 500, 1000, t["resp_bytes"])
+                     for q in range(2) for k in range(5)]
+            flows += run.oldi_records(t, "\n".join(lines), len(flows))
+        bg = run.flow_record(dict(id=len(flows), src="h9", dst="h1", kind="long"), 0)
+        bg.update(bytes=1 << 20, fct_us=1e6, duration_s=1.0, tput_bps=bg_bps[scheme])
+        flows.append(bg)
+        runs.append(dict(scheme=scheme, workload="fanin-5", duration_s=10.0, flows=flows, ports=[], rtt_us=None,
+                         cpu={"guest": 0.25}, oldi_trees=ts))
+    return dict(meta=dict(platform="emulated", kernel="k", hosts=HOSTS, link_mbit=100, paper_link_mbit=1000,
+                          scale=0.1, started="now", experiment={}), runs=runs)
+
+
+def test_report_section(tmp_path):
+    raw = raw_for({"tcp": 10, "dctcp": 8, "d2tcp": 2}, {"tcp": 80e6, "dctcp": 70e6, "d2tcp": 76e6})
+    res = report.build(raw, str(tmp_path), plot=False)
+    o = {r["scheme"]: r["oldi"] for r in res["runs"]}
+    assert o["d2tcp"]["responses"] == 20 and o["d2tcp"]["completed"] == 20
+    assert o["dctcp"]["missed"] == 8 and o["dctcp"]["missed_frac"] == pytest.approx(0.4)
+    assert o["d2tcp"]["missed_of_dctcp"] == pytest.approx(0.25)
+    # the late ones are the first app's
+    assert [a["missed"] for a in o["dctcp"]["apps"]] == [8, 0]
+    assert o["tcp"]["apps"][0]["bytes"] == 2048 and o["tcp"]["apps"][1]["bytes"] == 6144
+    assert o["d2tcp"]["background_of_tcp"] == pytest.approx(0.95)
+    assert o["d2tcp"]["fanin"] == 5
+    # FCT / deadline: 500 / 1000 for the on-time ones
+    assert o["d2tcp"]["norm_p50"] == pytest.approx(0.5)
+    md = (tmp_path / "report.md").read_text()
+    assert "## D2TCP at scale" in md and "times x 10" in md
+    assert "| d2tcp | 5 | 20 | 2 (10.0%) | 0.25 | 20.0% / 0.0% |" in md
+    assert "95.0%" in md
