@@ -5,7 +5,6 @@ flowcell IDs read from the source MACs at the receiver), the per-flow
 baseline keeps a flow on one tree, a cut link is pruned by the controller
 and the flow goes on, and ovs-ofctl refuses a bad flowcell group."""
 import os
-import re
 import socket
 import struct
 import subprocess
@@ -132,54 +131,6 @@ def test_one_flows_flowcells_take_distinct_trees(plane, v6):
     # the flowcell ID rides in the source MAC's last two bytes
     ids = {m[4:6] for m in macs}
     assert len(ids) >= 4 * MB // 65536 // 2, (len(ids), len(macs))
-
-
-def dp_lookups(fab):
-    """the kernel datapath's (hit, missed) lookups: a miss is an upcall"""
-    out = fab.vswitch._run([fab.vswitch.prog["ovs-dpctl"], "show"], ns=True)
-    m = re.search(r"lookups: hit:(\d+) missed:(\d+)", out)
-    return int(m.group(1)), int(m.group(2))
-
-
-def slot_flows(fab):
-    """the datapath's recirculated flowcell-group flows: {recirc_id: {dp_hash
-    slots}}, and the dump (lines like "recirc_id(0x1),dp_hash(0x5/0xf),...")"""
-    out = fab.vswitch._run([fab.vswitch.prog["ovs-dpctl"], "dump-flows"], ns=True)
-    by_recirc = {}
-    for line in out.splitlines():
-        r = re.search(r"recirc_id\((0x[0-9a-f]+)\)", line)
-        # ovs-dpctl prints a zero value as "0", others in hex
-        h = re.search(r"dp_hash\((0x[0-9a-f]+|0)/0xf\)", line)
-        if r and h and r.group(1) != "0":
-            by_recirc.setdefault(r.group(1), set()).add(int(h.group(1), 16) & 0xf)
-    return by_recirc, out
-
-
-def test_later_flowcells_cause_no_upcall(plane):
-    # 2 trees, so each flowcell group maps 16 dp_hash slots; a flow's
-    # flowcells take consecutive slots.  ovs-patches 0008: the first miss
-    # of a group installs all 16 slot flows, so flowcells 2..N stay in the
-    # kernel.  Before it, each of a flow's first 16 flowcells missed.
-    fab = plane("presto")
-    # keep idle datapath flows for the test's length
-    fab.vswitch.vsctl("set", "Open_vSwitch", ".", "other_config:max-idle=60000")
-    hit0, miss0 = dp_lookups(fab)
-    # a connection of 160 KB each way: flowcells 0-2, both trees, so both
-    # bridges have seen both of the other host's shadow MACs (the flows
-    # that restore the real MAC match them) before the second connection
-    assert transfer(fab, 160 * 1024) == 160 * 1024
-    assert transfer(fab, 160 * 1024, src="h2", dst="h1") == 160 * 1024
-    by_recirc, dump = slot_flows(fab)
-    hit1, miss1 = dp_lookups(fab)
-    # h1 -> h2's data (flowcell group of h2 at b1) and h2 -> h1's ACKs
-    # (L4 hash through h1's group at b2): every group used has all 16
-    assert by_recirc and all(v == set(range(16)) for v in by_recirc.values()), (by_recirc, dump)
-    # a second connection of 2 MB (32 flowcells over all 16 slots, twice):
-    # no packet misses in the datapath, in either direction
-    assert transfer(fab, 2 * MB) == 2 * MB
-    hit2, miss2 = dp_lookups(fab)
-    assert miss2 - miss1 == 0, (miss1 - miss0, miss2 - miss1, slot_flows(fab)[1])
-    assert hit2 - hit1 > 2 * MB // 65536, (hit1, hit2)
 
 
 def test_per_flow_hash_keeps_a_flow_on_one_tree(plane):
