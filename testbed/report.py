@@ -256,7 +256,7 @@ def oldi_samples(r):
     for x in rows:
         k = (x[F["host"]], x[F["bytes"]], x[F["resp"]], x[F["deadline_us"]])
         per.setdefault(k, []).append(x)
-    d_all, d_met, d_missed, alphas, raw = [], [], [], [], []
+    d_all, d_met, d_missed, alphas, raw, srtts = [], [], [], [], [], []
     resp_dl = 0
     maxd = {True: [], False: [], None: []}
     expired = 0
@@ -278,6 +278,7 @@ def oldi_samples(r):
         if ds:
             maxd[met].append(max(ds))
         alphas += [x[F["alpha"]] for x in xs if x[F["alpha"]] >= 0]
+        srtts += [x[F["srtt_us"]] for x in xs if x[F["srtt_us"]] > 0 and not (x[F["sent"]] and not x[F["unacked"]])]
         expired += sum(1 for x in xs if x[F["flags"]] >= 0 and x[F["flags"]] & DEADLINE_F_EXPIRED)
     matched = sum(1 for k in per if k in outcome and k not in dup)
     allmax = maxd[True] + maxd[False] + maxd[None]
@@ -289,6 +290,8 @@ def oldi_samples(r):
                 missed_sampled=len(maxd[False]),
                 tc_over_d=(dict(n=len(raw), p10=pct(raw, 10), p50=pct(raw, 50), p90=pct(raw, 90), p99=pct(raw, 99),
                                 ge_half=sum(1 for v in raw if v >= 0.5) / len(raw)) if raw else None),
+                srtt_us=(dict(n=len(srtts), p50=pct(srtts, 50), p90=pct(srtts, 90), p99=pct(srtts, 99))
+                         if srtts else None),
                 alpha=(dict(n=len(alphas), p10=pct(alphas, 10) / D_ONE, p50=pct(alphas, 50) / D_ONE,
                             p90=pct(alphas, 90) / D_ONE, zero=sum(1 for a in alphas if a == 0) / len(alphas))
                        if alphas else None))
@@ -659,13 +662,14 @@ def markdown(res, pngs, out):
                   "those that met / missed their deadline. Largest d > 1: responses whose d ever exceeded 1 (of the "
                   "missed ones). Tc / D: the paper's d before the module clamps it to [1/2, 2] (d_cap 2), from the same "
                   "samples (bytes left / (3/4 cwnd x 1448 B) round trips of srtt, over the time left): p50 / p90 / p99 "
-                  "and the share at or above 1/2. alpha: every sample's (DCTCP's and D2TCP's), p10 / p50 / p90 and the "
+                  "and the share at or above 1/2. srtt: the socket's smoothed RTT while the response had bytes "
+                  "unacknowledged (every sample but those after the response was all acknowledged), p50 / p90 / p99. alpha: every sample's (DCTCP's and D2TCP's), p10 / p50 / p90 and the "
                   "share at 0.",
                   "",
                   "| scheme | fan-in | samples | responses (deadline set) | d p10 / p50 / p90 | d <1 / =1 / >1 | "
                   "met: d <1 / =1 / >1 | missed: d <1 / =1 / >1 (responses) | largest d > 1 (of missed) | "
-                  "Tc / D p50 / p90 / p99 (>= 1/2) | alpha p10 / p50 / p90 (at 0) |",
-                  "|" + "---|" * 11]
+                  "Tc / D p50 / p90 / p99 (>= 1/2) | srtt p50 / p90 / p99 | alpha p10 / p50 / p90 (at 0) |",
+                  "|" + "---|" * 12]
 
             def shares(x):
                 return "-" if not x else f"{frac(x['lt1'], 1)} / {frac(x['eq1'], 1)} / {frac(x['gt1'], 1)}"
@@ -681,6 +685,8 @@ def markdown(res, pngs, out):
                          + " | " + ("-" if not q.get("tc_over_d") else
                                     "{p50:.3f} / {p90:.3f} / {p99:.3f} ({s})".format(
                                         s=frac(q["tc_over_d"]["ge_half"], 1), **q["tc_over_d"]))
+                         + " | " + ("-" if not q.get("srtt_us") else
+                                    f"{us(q['srtt_us']['p50'])} / {us(q['srtt_us']['p90'])} / {us(q['srtt_us']['p99'])}")
                          + " | " + ("-" if not a else f"{a['p10']:.2f} / {a['p50']:.2f} / {a['p90']:.2f} "
                                                       f"({frac(a['zero'])})") + " |")
     if any(r["deadline_flows"] for r in res["runs"]):

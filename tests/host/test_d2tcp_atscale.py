@@ -294,6 +294,8 @@ def test_oldi_samples_aggregation():
     want = sorted(rtts * 8000 / left for left in (1000, 980, 1200, 1100, 1400, 777))
     assert tc["p10"] >= want[0] and tc["p99"] <= want[-1] and tc["p99"] == pytest.approx(want[-1], rel=0.05)
     assert rtts * 8000 / 1000 == pytest.approx(1.5086, rel=1e-3) and tc["ge_half"] == 1.0
+    # srtt: every sample but the one after h3's q0 was all acknowledged (sent, nothing unacked)
+    assert q["srtt_us"]["n"] == 7 and q["srtt_us"]["p50"] == 8000
     # no samples, or a scheme without TCP_CC_INFO: no d, no alpha
     assert report.oldi_samples(dict(sampled_run(), rsamples=None)) is None
     r = sampled_run()
