@@ -283,7 +283,8 @@ def oldi_samples(r):
     matched = sum(1 for k in per if k in outcome and k not in dup)
     allmax = maxd[True] + maxd[False] + maxd[None]
     return dict(sample_ms=rs.get("sample_ms"), samples=len(rows), responses=len(per), matched=matched,
-                with_deadline=resp_dl, expired_samples=expired,
+                with_deadline=resp_dl if any(x[F["flags"]] >= 0 for x in rows) else None,
+                expired_samples=expired,
                 d=_d_dist(d_all), d_met=_d_dist(d_met), d_missed=_d_dist(d_missed),
                 max_d_gt1=(sum(1 for d in allmax if d > D_ONE) if allmax else None),
                 max_d_gt1_missed=(sum(1 for d in maxd[False] if d > D_ONE) if maxd[False] else None),
@@ -656,7 +657,7 @@ def markdown(res, pngs, out):
             L += ["", "### The responders' congestion state, sampled", "",
                   f"Every {sm[0]['oldi_samples']['sample_ms']} ms (virtual) and before the first byte, each leaf sampled "
                   "the socket sending each response (`dltraffic server --sample-ms`, oldi's `sample_ms`) until it was "
-                  "all acknowledged. Responses: sampled (with a deadline set: TCP_DEADLINE_F_SET seen). d (D2TCP's "
+                  "all acknowledged. Responses: sampled (with a deadline set: TCP_DEADLINE_F_SET seen; D2TCP only). d (D2TCP's "
                   "imminence, 1 = DCTCP's back-off, below 1 backs off more): over the samples with bytes "
                   "unacknowledged, p10 / p50 / p90 and the share below / at / above 1, over all responses and over "
                   "those that met / missed their deadline. Largest d > 1: responses whose d ever exceeded 1 (of the "
@@ -677,7 +678,8 @@ def markdown(res, pngs, out):
                 q = r["oldi_samples"]
                 d, a = q["d"], q["alpha"]
                 L.append(f"| {r['scheme']} | {r['oldi']['fanin'] if r['oldi']['fanin'] is not None else r['workload']} | "
-                         f"{q['samples']} | {q['responses']} ({q['with_deadline']}) | "
+                         f"{q['samples']} | {q['responses']}"
+                         + ("" if q["with_deadline"] is None else f" ({q['with_deadline']})") + " | "
                          + ("-" if not d else f"{d['p10']:.2f} / {d['p50']:.2f} / {d['p90']:.2f}")
                          + f" | {shares(d)} | {shares(q['d_met'])} | {shares(q['d_missed'])} ({q['missed_sampled']}) | "
                          + ("-" if q["max_d_gt1"] is None else
