@@ -211,6 +211,93 @@ def oldi_summary(r):
     return out
 
 
+D_ONE = 1024        # D2TCP's d and DCTCP's alpha in TCP_CC_INFO: 1024 = 1.0
+DEADLINE_F_SET = 1  # TCP_DEADLINE_F_SET
+DEADLINE_F_EXPIRED = 2
+MSS = 1448          # the fabric's (1500-byte MTU, timestamps)
+
+
+def _d_dist(ds):
+    """d values (1/1024) -> n, p10/p50/p90 (as 1.0 = 1), the fractions
+    below, at and above 1"""
+    if not ds:
+        return None
+    n = len(ds)
+    return dict(n=n, p10=pct(ds, 10) / D_ONE, p50=pct(ds, 50) / D_ONE, p90=pct(ds, 90) / D_ONE,
+                lt1=sum(1 for d in ds if d < D_ONE) / n, eq1=sum(1 for d in ds if d == D_ONE) / n,
+                gt1=sum(1 for d in ds if d > D_ONE) / n)
+
+
+def oldi_samples(r):
+    """The leaves' samples of the sockets sending the responses (the run
+    record's "rsamples", testbed/run.py: `dltraffic server --sample-ms`) in
+    one run: how many responses were sampled and had a deadline set
+    (TCP_DEADLINE_F_SET in any sample); D2TCP's d over the samples taken
+    while bytes of the response were unacknowledged (bytes_left > 0; d is 1
+    once all are acknowledged, by definition), all together and for the
+    responses that met / missed their deadline; each response's largest d;
+    DCTCP's alpha over every sample.  A sample is matched to its response
+    by (leaf host, bytes, query number = the connection's response count,
+    deadline): the deadline is drawn per response.  None without samples."""
+    rs = r.get("rsamples")
+    if not rs or not rs.get("rows"):
+        return None
+    F = {k: i for i, k in enumerate(rs["fields"])}
+    rows = rs["rows"]
+    outcome, dup = {}, set()
+    for f in r["flows"]:
+        if f["kind"] != "oldi" or not f.get("deadline_us") or f.get("fct_us") is None:
+            continue
+        k = (f["src"], int(f["bytes"]), f.get("query"), int(f["deadline_us"]))
+        if k in outcome:
+            dup.add(k)
+        outcome[k] = f.get("met_deadline")
+    per = {}
+    for x in rows:
+        k = (x[F["host"]], x[F["bytes"]], x[F["resp"]], x[F["deadline_us"]])
+        per.setdefault(k, []).append(x)
+    d_all, d_met, d_missed, alphas, raw, srtts = [], [], [], [], [], []
+    resp_dl = 0
+    maxd = {True: [], False: [], None: []}
+    expired = 0
+    for k, xs in per.items():
+        if any(x[F["flags"]] >= 0 and x[F["flags"]] & DEADLINE_F_SET for x in xs):
+            resp_dl += 1
+        met = outcome.get(k) if k not in dup else None
+        ds = [x[F["d"]] for x in xs if x[F["d"]] >= 0 and x[F["bytes_left"]] > 0]
+        # the paper's Tc / D before the module's clamp to [1/cap, cap]:
+        # Tc = B / (3/4 W) round trips of srtt, D the time left
+        raw += [x[F["bytes_left"]] * 4 * x[F["srtt_us"]] / (3 * x[F["cwnd"]] * MSS * x[F["time_left_us"]])
+                for x in xs if x[F["d"]] >= 0 and x[F["bytes_left"]] > 0 and x[F["time_left_us"]] > 0
+                and x[F["cwnd"]] > 0 and x[F["srtt_us"]] > 0]
+        d_all += ds
+        if met is True:
+            d_met += ds
+        elif met is False:
+            d_missed += ds
+        if ds:
+            maxd[met].append(max(ds))
+        alphas += [x[F["alpha"]] for x in xs if x[F["alpha"]] >= 0]
+        srtts += [x[F["srtt_us"]] for x in xs if x[F["srtt_us"]] > 0 and not (x[F["sent"]] and not x[F["unacked"]])]
+        expired += sum(1 for x in xs if x[F["flags"]] >= 0 and x[F["flags"]] & DEADLINE_F_EXPIRED)
+    matched = sum(1 for k in per if k in outcome and k not in dup)
+    allmax = maxd[True] + maxd[False] + maxd[None]
+    return dict(sample_ms=rs.get("sample_ms"), samples=len(rows), responses=len(per), matched=matched,
+                with_deadline=resp_dl if any(x[F["flags"]] >= 0 for x in rows) else None,
+                expired_samples=expired,
+                d=_d_dist(d_all), d_met=_d_dist(d_met), d_missed=_d_dist(d_missed),
+                max_d_gt1=(sum(1 for d in allmax if d > D_ONE) if allmax else None),
+                max_d_gt1_missed=(sum(1 for d in maxd[False] if d > D_ONE) if maxd[False] else None),
+                missed_sampled=len(maxd[False]),
+                tc_over_d=(dict(n=len(raw), p10=pct(raw, 10), p50=pct(raw, 50), p90=pct(raw, 90), p99=pct(raw, 99),
+                                ge_half=sum(1 for v in raw if v >= 0.5) / len(raw)) if raw else None),
+                srtt_us=(dict(n=len(srtts), p50=pct(srtts, 50), p90=pct(srtts, 90), p99=pct(srtts, 99))
+                         if srtts else None),
+                alpha=(dict(n=len(alphas), p10=pct(alphas, 10) / D_ONE, p50=pct(alphas, 50) / D_ONE,
+                            p90=pct(alphas, 90) / D_ONE, zero=sum(1 for a in alphas if a == 0) / len(alphas))
+                       if alphas else None))
+
+
 def oldi_compare(runs):
     """against the same workload's "tcp" run (background, Fig. 13) and
     "dctcp" run (missed deadlines)"""
@@ -262,6 +349,7 @@ def analyse(raw):
             cpu_cost=cpu_cost(r),
             fault_errors=list(r.get("fault_errors") or []),
             oldi=oldi_summary(r),
+            oldi_samples=oldi_samples(r),
             incomplete=sum(1 for f in flows if f.get("tput_bps") is None and f.get("fct_us") is None)))
     # each scheme's elephant throughput against "optimal" on the same workload
     opt = {r["workload"]: r["elephant_mean_bps"] for r in runs if r["scheme"] == "optimal"}
@@ -564,6 +652,45 @@ def markdown(res, pngs, out):
                      + ("-" if not cpu else f"{statistics.mean(cpu.values()) * 100:.0f}%")
                      + f" | {o['incomplete']} |")
         L += ["", "Paper (Sec. 4.2, ns-3 with 1000 hosts):", ""] + [f"- {x}" for x in PAPER_D2TCP]
+        sm = [r for r in od if r.get("oldi_samples")]
+        if sm:
+            L += ["", "### The responders' congestion state, sampled", "",
+                  f"Every {sm[0]['oldi_samples']['sample_ms']} ms (virtual) and before the first byte, each leaf sampled "
+                  "the socket sending each response (`dltraffic server --sample-ms`, oldi's `sample_ms`) until it was "
+                  "all acknowledged. Responses: sampled (with a deadline set: TCP_DEADLINE_F_SET seen; D2TCP only). d (D2TCP's "
+                  "imminence, 1 = DCTCP's back-off, below 1 backs off more): over the samples with bytes "
+                  "unacknowledged, p10 / p50 / p90 and the share below / at / above 1, over all responses and over "
+                  "those that met / missed their deadline. Largest d > 1: responses whose d ever exceeded 1 (of the "
+                  "missed ones). Tc / D: the paper's d before the module clamps it to [1/2, 2] (d_cap 2), from the same "
+                  "samples (bytes left / (3/4 cwnd x 1448 B) round trips of srtt, over the time left): p50 / p90 / p99 "
+                  "and the share at or above 1/2. srtt: the socket's smoothed RTT while the response had bytes "
+                  "unacknowledged (every sample but those after the response was all acknowledged), p50 / p90 / p99. alpha: every sample's (DCTCP's and D2TCP's), p10 / p50 / p90 and the "
+                  "share at 0.",
+                  "",
+                  "| scheme | fan-in | samples | responses (deadline set) | d p10 / p50 / p90 | d <1 / =1 / >1 | "
+                  "met: d <1 / =1 / >1 | missed: d <1 / =1 / >1 (responses) | largest d > 1 (of missed) | "
+                  "Tc / D p50 / p90 / p99 (>= 1/2) | srtt p50 / p90 / p99 | alpha p10 / p50 / p90 (at 0) |",
+                  "|" + "---|" * 12]
+
+            def shares(x):
+                return "-" if not x else f"{frac(x['lt1'], 1)} / {frac(x['eq1'], 1)} / {frac(x['gt1'], 1)}"
+            for r in sorted(sm, key=lambda r: (r["oldi"]["fanin"] or 0, r["scheme"])):
+                q = r["oldi_samples"]
+                d, a = q["d"], q["alpha"]
+                L.append(f"| {r['scheme']} | {r['oldi']['fanin'] if r['oldi']['fanin'] is not None else r['workload']} | "
+                         f"{q['samples']} | {q['responses']}"
+                         + ("" if q["with_deadline"] is None else f" ({q['with_deadline']})") + " | "
+                         + ("-" if not d else f"{d['p10']:.2f} / {d['p50']:.2f} / {d['p90']:.2f}")
+                         + f" | {shares(d)} | {shares(q['d_met'])} | {shares(q['d_missed'])} ({q['missed_sampled']}) | "
+                         + ("-" if q["max_d_gt1"] is None else
+                            f"{q['max_d_gt1']} ({q['max_d_gt1_missed'] if q['max_d_gt1_missed'] is not None else 0})")
+                         + " | " + ("-" if not q.get("tc_over_d") else
+                                    "{p50:.3f} / {p90:.3f} / {p99:.3f} ({s})".format(
+                                        s=frac(q["tc_over_d"]["ge_half"], 1), **q["tc_over_d"]))
+                         + " | " + ("-" if not q.get("srtt_us") else
+                                    f"{us(q['srtt_us']['p50'])} / {us(q['srtt_us']['p90'])} / {us(q['srtt_us']['p99'])}")
+                         + " | " + ("-" if not a else f"{a['p10']:.2f} / {a['p50']:.2f} / {a['p90']:.2f} "
+                                                      f"({frac(a['zero'])})") + " |")
     if any(r["deadline_flows"] for r in res["runs"]):
         L += ["", "Missed deadlines: " + ", ".join(f"{r['scheme']}/{r['workload']} {r['missed_deadlines']}"
                                                   f" of {r['deadline_flows']}" for r in res["runs"])]

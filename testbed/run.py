@@ -233,6 +233,31 @@ def oldi_records(tree, out, id0):
     return recs
 
 
+# one row per `dltraffic server --sample-ms` sample ("type": "rsample"):
+# the leaf host, then the line's fields (alpha, d, flags -1: not DCTCP's /
+# D2TCP's; d in 1/1024, alpha in 1/1024)
+RSAMPLE_FIELDS = ("host", "resp", "bytes", "deadline_us", "t_us", "cwnd", "srtt_us", "unacked", "sent",
+                  "alpha", "d", "flags", "time_left_us", "bytes_left", "retrans")
+
+
+def rsample_rows(host, out):
+    """the rsample lines of one leaf's server output as RSAMPLE_FIELDS rows
+    (other lines, and lines cut short by the server's end, skipped)"""
+    rows = []
+    for line in (out or "").splitlines():
+        try:
+            j = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(j, dict) or j.get("type") != "rsample":
+            continue
+        try:
+            rows.append([host] + [int(j[k]) for k in RSAMPLE_FIELDS[1:]])
+        except (KeyError, TypeError, ValueError):
+            continue
+    return rows
+
+
 class StartGate:
     """A start barrier for the clients of one run.
 
@@ -302,7 +327,19 @@ def run_one(fab, scheme, wl, flows, exp):
     sized = [f for f in flows if f.get("bytes") and f.get("kind") != "tree"]
     flows = [f for f in flows if not f.get("bytes") and f.get("kind") != "tree"]
     servers = []
+    # oldi's sample_ms: the leaves' servers sample every response's socket
+    # (rsample lines to a file: a pipe would fill and stall the server)
+    sample_ms = max([int(t.get("sample_ms") or 0) for t in trees] or [0])
+    leaf_hosts = {h for t in trees for h in t["leaves"]}
+    samplogs = []
     for dst in dict.fromkeys([f["dst"] for f in sized] + [h for t in trees for h in t["leaves"]]):
+        if sample_ms and dst in leaf_hosts:
+            logf = tempfile.TemporaryFile("w+")
+            samplogs.append((dst, logf))
+            servers.append(fab.spawn(dst, wrap + [DLTRAFFIC, "server", "-p", str(SIZED_PORT),
+                                                  "--sample-ms", str(sample_ms)],
+                                     stdout=logf, stderr=subprocess.DEVNULL))
+            continue
         servers.append(fab.spawn(dst, wrap + [DLTRAFFIC, "server", "-p", str(SIZED_PORT)],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     for f in flows:
@@ -449,6 +486,15 @@ def run_one(fab, scheme, wl, flows, exp):
                                            "deadline_max_us", "interval_us", "queries", "start_s")})
     t_cpu1 = cpu_busy()
     j_cpu1 = cpu_jiffies()
+    rsamples = None
+    if samplogs:
+        time.sleep(1.0)         # after the CPU count: the last responses' samplers see their final ACK
+        rows = []
+        for host, logf in samplogs:
+            logf.seek(0)
+            rows += rsample_rows(host, logf.read())
+            logf.close()
+        rsamples = dict(sample_ms=sample_ms, fields=list(RSAMPLE_FIELDS), rows=rows)
     gro_capture = cap.stop() if cap else None
     for t in ss_timers:
         t.cancel()
@@ -475,7 +521,7 @@ def run_one(fab, scheme, wl, flows, exp):
                 flowcell_seed=(fab.flowcell_seed if fab.mode == "presto" and not fab.flowcell_seed_error
                                else None),
                 ports=fab.port_counters(), rtt_us=rtt, host_counters=host_counters,
-                gro_capture=gro_capture, oldi_trees=oldi or None,
+                gro_capture=gro_capture, oldi_trees=oldi or None, rsamples=rsamples,
                 cpu_jiffies=dict({k: j_cpu1[k] - j_cpu0[k] for k in j_cpu0 if k != "ncpu"}, ncpu=j_cpu1["ncpu"]),
                 cpu={"guest": max(0.0, min(1.0, 1 - idle / tot)) if tot else 0.0})
 

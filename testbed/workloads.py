@@ -247,7 +247,7 @@ def oldi_time_scale(link_mbit, paper_link_mbit=D2TCP_PAPER_LINK_MBIT):
 
 
 def oldi(hosts, seed=1, duration_s=10, link_mbit=10, fanin=20, apps=5, trees=1, variance=0.5, load=0.15,
-         background=True, paper_link_mbit=D2TCP_PAPER_LINK_MBIT, hosts_per_leaf=None, **_):
+         background=True, paper_link_mbit=D2TCP_PAPER_LINK_MBIT, hosts_per_leaf=None, sample_ms=0, **_):
     """D2TCP Sec. 4.2: `apps` applications (the first of the paper's five),
     each `trees` identical trees (the paper: five) of a parent and `fanin`
     leaf connections.  All trees of an application share its parent host
@@ -262,7 +262,10 @@ def oldi(hosts, seed=1, duration_s=10, link_mbit=10, fanin=20, apps=5, trees=1, 
     staggered evenly over the interval (start_s): together they take
     `load` of the parent's link on average.  With `background`, per tree,
     1 MB flows from a random other host to the parent, exponential gaps of
-    mean 300 ms x TS (Sec. 4.2.3)."""
+    mean 300 ms x TS (Sec. 4.2.3).  With `sample_ms` (> 0) the leaves'
+    servers sample the socket sending each response every sample_ms
+    (`dltraffic server --sample-ms`: d, alpha, time left; the tree's
+    "sample_ms")."""
     if not 1 <= apps <= len(D2TCP_APPS):
         raise ValueError(f"oldi: apps must be 1-{len(D2TCP_APPS)}")
     if fanin < 1 or trees < 1:
@@ -271,6 +274,8 @@ def oldi(hosts, seed=1, duration_s=10, link_mbit=10, fanin=20, apps=5, trees=1, 
         raise ValueError("oldi: load must be in (0, 1]")
     if variance < 0:
         raise ValueError("oldi: variance must be >= 0")
+    if sample_ms < 0:
+        raise ValueError("oldi: sample_ms must be >= 0")
     n = len(hosts)
     if n < 2:
         raise ValueError("oldi needs at least 2 hosts")
@@ -298,7 +303,8 @@ def oldi(hosts, seed=1, duration_s=10, link_mbit=10, fanin=20, apps=5, trees=1, 
                               resp_bytes=size, deadline_us=int(round(dl * ts)),
                               deadline_max_us=int(round(dl * ts * (1 + variance))), interval_us=interval_us,
                               queries=max(1, int((duration_s - start_s) * 1e6 // interval_us)),
-                              seed=seed * 1000 + a * 100 + j, start_s=start_s))
+                              seed=seed * 1000 + a * 100 + j, start_s=start_s,
+                              **({"sample_ms": int(sample_ms)} if sample_ms else {})))
             if background:
                 t = rng.expovariate(1 / (D2TCP_BG_MEAN_S * ts))
                 while t < duration_s:

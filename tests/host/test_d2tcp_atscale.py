@@ -202,3 +202,118 @@ def test_report_section(tmp_path):
     assert "## D2TCP at scale" in md and "times x 10" in md
     assert "| d2tcp | 5 | 20 | 2 (10.0%) | 0.25 | 20.0% / 0.0% |" in md
     assert "95.0%" in md
+
+
+def test_oldi_sample_ms_is_an_option_of_the_trees():
+    base = workloads.generate("oldi", HOSTS, fanin=5, link_mbit=25)
+    assert all("sample_ms" not in t for t in trees(base))         # off by default: trees unchanged
+    on = workloads.generate("oldi", HOSTS, fanin=5, link_mbit=25, sample_ms=20)
+    assert [t["sample_ms"] for t in trees(on)] == [20] * 5
+    # nothing else moves: the same trees, leaves and background flows
+    assert [{k: v for k, v in f.items() if k != "sample_ms"} for f in on] == base
+    with pytest.raises(ValueError):
+        workloads.generate("oldi", HOSTS, sample_ms=-1)
+    exp = validate_experiment(EXP)
+    assert [w["sample_ms"] for w in exp["workloads"]] == [20, 20, 20]
+    e = json.loads(open(EXP).read())
+    e["workloads"][0]["sample_ms"] = -1
+    with pytest.raises(ExperimentError) as ei:
+        validate_experiment(e, name="x.json")
+    assert "sample_ms" in str(ei.value)
+    # no other shipped experiment samples
+    d = os.path.join(ROOT, "testbed", "experiments")
+    for name in os.listdir(d):
+        if name.endswith(".json") and not name.startswith("d2tcp-atscale"):
+            assert "sample_ms" not in open(os.path.join(d, name)).read(), name
+
+
+def rsample(resp, nbytes, deadline, t, d, alpha=512, flags=1, bytes_left=None, time_left=None, cwnd=10,
+            srtt=8000, sent=0):
+    return json.dumps(dict(type="rsample", resp=resp, bytes=nbytes, deadline_us=deadline, t_us=t, cwnd=cwnd,
+                           srtt_us=srtt, unacked=0, notsent=0, sent=sent, alpha=alpha, d=d, flags=flags,
+                           time_left_us=deadline - t if time_left is None else time_left,
+                           bytes_left=nbytes if bytes_left is None else bytes_left, retrans=0))
+
+
+def test_rsample_rows():
+    out = "\n".join(["junk", rsample(3, 2048, 1000, 20, 512), '{"type": "rsample", "resp": 1}',
+                     json.dumps(dict(type="flow")), rsample(4, 6144, 900, 0, -1, alpha=-1, flags=-1)[:-5]]) + "\n"
+    rows = run.rsample_rows("h7", out)
+    assert len(rows) == 1          # the incomplete, other-type and cut-short lines skipped
+    row = dict(zip(run.RSAMPLE_FIELDS, rows[0]))
+    assert row == dict(host="h7", resp=3, bytes=2048, deadline_us=1000, t_us=20, cwnd=10, srtt_us=8000, unacked=0,
+                       sent=0, alpha=512, d=512, flags=1, time_left_us=980, bytes_left=2048, retrans=0)
+
+
+def sampled_run():
+    """one D2TCP run: a tree at h1 with leaves h3, h4; query 0 both met,
+    query 1 h3's missed; samples from both leaves' servers"""
+    tree = dict(id=7, app=0, src="h1", leaves=["h3", "h4"], resp_bytes=2048, deadline_us=1000,
+                deadline_max_us=1500, queries=2)
+    out = "\n".join([rr(0, 0, 500, 1000), rr(0, 1, 600, 1100), rr(1, 0, 1300, 1200), rr(1, 1, 400, 1400)])
+    flows = run.oldi_records(tree, out, 0)
+    h3 = "\n".join([
+        rsample(0, 2048, 1000, 0, 512, alpha=1024),                       # q0: d 1/2 twice, then acked
+        rsample(0, 2048, 1000, 20, 512, alpha=256),
+        rsample(0, 2048, 1000, 40, 1024, alpha=256, bytes_left=0, sent=1),   # all acked: d = 1, not counted
+        rsample(1, 2048, 1200, 0, 1024, alpha=0),                         # q1 (missed): 1, then 2, expired
+        rsample(1, 2048, 1200, 20, 2048, alpha=0, flags=3, time_left=0),
+    ])
+    h4 = "\n".join([
+        rsample(0, 2048, 1100, 0, 512, alpha=512),
+        rsample(1, 2048, 1400, 0, 768, alpha=512),
+        rsample(9, 2048, 777, 0, 600, alpha=512),                         # no response of the run: unmatched
+    ])
+    rows = run.rsample_rows("h3", h3) + run.rsample_rows("h4", h4)
+    return dict(scheme="d2tcp", workload="fanin-2", duration_s=10.0, flows=flows, ports=[], rtt_us=None,
+                cpu={"guest": 0.2}, oldi_trees=[tree],
+                rsamples=dict(sample_ms=20, fields=list(run.RSAMPLE_FIELDS), rows=rows))
+
+
+def test_oldi_samples_aggregation():
+    q = report.oldi_samples(sampled_run())
+    assert q["sample_ms"] == 20 and q["samples"] == 8
+    assert q["responses"] == 5 and q["matched"] == 4 and q["with_deadline"] == 5
+    assert q["expired_samples"] == 1
+    # d while bytes are left: 512 512 1024 2048 (h3), 512 768 600 (h4); the acked sample left out
+    d = q["d"]
+    assert d["n"] == 7
+    assert d["lt1"] == pytest.approx(5 / 7) and d["eq1"] == pytest.approx(1 / 7) and d["gt1"] == pytest.approx(1 / 7)
+    assert d["p50"] == pytest.approx(600 / 1024)
+    # met: h3 q0 (512, 512), h4 q0 (512), h4 q1 (768); missed: h3 q1 (1024, 2048)
+    assert q["d_met"]["n"] == 4 and q["d_met"]["lt1"] == 1.0
+    assert q["d_missed"]["n"] == 2 and q["d_missed"]["eq1"] == 0.5 and q["d_missed"]["gt1"] == 0.5
+    assert q["missed_sampled"] == 1 and q["max_d_gt1"] == 1 and q["max_d_gt1_missed"] == 1
+    # alpha over every sample: 1024 256 256 0 0 512 512 512
+    a = q["alpha"]
+    assert a["n"] == 8 and a["zero"] == pytest.approx(2 / 8) and a["p50"] == pytest.approx(384 / 1024)
+    # Tc / D: 2048 B / (3/4 x 10 x 1448 B) = 0.189 round trips of 8 ms, over the time left
+    tc = q["tc_over_d"]
+    assert tc["n"] == 6      # the expired sample (no time left) has no Tc / D
+    rtts = 2048 * 4 / (3 * 10 * 1448)
+    want = sorted(rtts * 8000 / left for left in (1000, 980, 1200, 1100, 1400, 777))
+    assert tc["p10"] >= want[0] and tc["p99"] <= want[-1] and tc["p99"] == pytest.approx(want[-1], rel=0.05)
+    assert rtts * 8000 / 1000 == pytest.approx(1.5086, rel=1e-3) and tc["ge_half"] == 1.0
+    # srtt: every sample but the one after h3's q0 was all acknowledged (sent, nothing unacked)
+    assert q["srtt_us"]["n"] == 7 and q["srtt_us"]["p50"] == 8000
+    # no samples, or a scheme without TCP_CC_INFO: no d, no alpha
+    assert report.oldi_samples(dict(sampled_run(), rsamples=None)) is None
+    r = sampled_run()
+    F = run.RSAMPLE_FIELDS
+    for row in r["rsamples"]["rows"]:
+        row[F.index("d")] = row[F.index("alpha")] = row[F.index("flags")] = -1
+    q = report.oldi_samples(r)
+    assert q["d"] is None and q["alpha"] is None and q["with_deadline"] is None and q["samples"] == 8
+
+
+def test_report_shows_the_samples(tmp_path):
+    raw = raw_for({"tcp": 10, "dctcp": 8, "d2tcp": 2}, {"tcp": 80e6, "dctcp": 70e6, "d2tcp": 76e6})
+    raw["runs"].append(dict(sampled_run(), workload="fanin-2b"))
+    res = report.build(raw, str(tmp_path), plot=False)
+    assert [r["oldi_samples"] is None for r in res["runs"]] == [True, True, True, False]
+    md = (tmp_path / "report.md").read_text()
+    assert "### The responders' congestion state, sampled" in md and "Every 20 ms" in md
+    line = [x for x in md.splitlines() if x.startswith("| d2tcp | 2 | 8 |")]
+    assert len(line) == 1
+    assert "| 5 (5) | " in line[0] and "| 71.4% / 14.3% / 14.3% |" in line[0]
+    assert "| 100.0% / 0.0% / 0.0% | 0.0% / 50.0% / 50.0% (1) | 1 (1) |" in line[0]
