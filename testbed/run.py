@@ -89,6 +89,20 @@ def cpu_jiffies():
 
 
 CPORT_BASE = 20000          # iperf3 --cport: flow i's data connection leaves from CPORT_BASE + i
+# `dltraffic sched --sport-base`: the k-th sized flow of a host's lane
+# leaves from SPORT_BASE + lane * SPORT_LANE + k, so the 5-tuples the
+# fabric hashes (ECMP, the routed hash) are the same in every boot; below
+# the kernel's ephemeral range (32768-60999) and above iperf3's --cport
+SPORT_BASE = 21000
+SPORT_LANE = 5000
+
+
+def sched_sport_base(lane, nflows):
+    """`dltraffic sched --sport-base` of a host's lane of nflows flows"""
+    if lane < 0 or lane > 1 or nflows > SPORT_LANE:
+        raise ValueError(f"lane {lane} with {nflows} sized flows: fixed source ports "
+                         f"cover lanes 0-1 of at most {SPORT_LANE} flows each")
+    return SPORT_BASE + lane * SPORT_LANE
 
 
 def parse_fulllog(path):
@@ -378,8 +392,10 @@ def run_one(fab, scheme, wl, flows, exp):
                                                                 "-i", "0.5", "-J", "--get-server-output"]))))
     scheds = []
     sched_lines = []
-    for (src, _lane), lines in sized_schedules(fab, sized, omit).items():
-        scheds.append(fab.spawn(src, wrap + gate.argv([DLTRAFFIC, "sched", "-p", str(SIZED_PORT)]),
+    for (src, lane), lines in sized_schedules(fab, sized, omit).items():
+        sport = sched_sport_base(lane, lines.count("\n"))
+        scheds.append(fab.spawn(src, wrap + gate.argv([DLTRAFFIC, "sched", "-p", str(SIZED_PORT),
+                                                       "--sport-base", str(sport)]),
                                 stdin=subprocess.PIPE))
         sched_lines.append(lines)
     # OLDI trees: one `dltraffic fanin` per tree at its parent
@@ -660,6 +676,7 @@ def guest_main(a):
                          paper_link_mbit=base.paper_link_mbit, scale=base.scale,
                          started=datetime.datetime.now(datetime.timezone.utc).isoformat(),
                          hash_seed=exp.get("hash_seed", HASH_SEED), cport_base=CPORT_BASE,
+                         sport_base=SPORT_BASE, sport_lane=SPORT_LANE,
                          hash_fields=exp.get("hash_fields", HASH_FIELDS),
                          experiment=exp), runs=[])
     for scheme in exp["schemes"]:
@@ -752,6 +769,8 @@ def host_main(a):
                           f"{meta.get('paper_link_mbit')} ({meta.get('scale')})",
                  "seeds": f"workload seeds as in the experiment, fib_multipath_hash_seed "
                           f"{meta.get('hash_seed')}, iperf3 --cport {meta.get('cport_base')}+flow id"
+                          + (f", sized flows from port {meta['sport_base']}+{meta['sport_lane']}*lane+k"
+                             if meta.get("sport_base") else "")
                           + (f", flowcell start seed {meta.get('hash_seed')} (ovs-dpctl set-flowcell)"
                              if any(r.get("flowcell_seed") is not None for r in raw.get("runs", [])) else ""),
                  "elephants measured": (f"over the last {(meta.get('experiment') or {}).get('duration_s', 10)} s"

@@ -86,6 +86,7 @@ struct dlt_d2tcp_info {
 
 typedef uint64_t u64;
 typedef uint32_t u32;
+typedef uint16_t u16;
 
 static char sendbuf[BUF_SIZE];		/* payload, never written to */
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -131,6 +132,7 @@ struct cfg {
 	u64 every_us;
 	bool have_every;
 	u64 count;
+	u64 sport_base;				/* sched: 0, or line k's source port */
 };
 
 /* ---------------------------------------------------------------- util */
@@ -508,8 +510,46 @@ static void resolve(struct target *t, int family, bool passive)
 		 "%s:%s", t->host, t->port);
 }
 
-/* Connect with cc and TCP_NODELAY set; -1 with errno on failure. */
-static int tcp_connect(const struct target *t, const char *cc)
+/* Source port sport (0: the kernel's pick), bound on the wildcard address
+ * with SO_REUSEADDR.  A port that cannot be bound is warned about and left
+ * to the kernel: the flow runs, only its 5-tuple is not the fixed one.
+ */
+static void bind_sport(int fd, int family, u16 sport, const char *id)
+{
+	struct sockaddr_storage ss = { .ss_family = family };
+	int one = 1;
+
+	if (!sport)
+		return;
+	if (family == AF_INET6)
+		((struct sockaddr_in6 *)&ss)->sin6_port = htons(sport);
+	else
+		((struct sockaddr_in *)&ss)->sin_port = htons(sport);
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, family == AF_INET6 ?
+		 sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in)) < 0)
+		warnmsg("%s: source port %u: %s (the kernel picks one)",
+			id ? id : "flow", sport, strerror(errno));
+}
+
+/* The socket's local port, 0 if unknown */
+static u16 local_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return 0;
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+/* Connect with cc and TCP_NODELAY set (from source port sport, 0: any);
+ * -1 with errno on failure.
+ */
+static int tcp_connect(const struct target *t, const char *cc, u16 sport,
+		       const char *id)
 {
 	int fd = socket(t->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	int err;
@@ -518,6 +558,7 @@ static int tcp_connect(const struct target *t, const char *cc)
 		return -1;
 	set_cc(fd, cc);
 	set_nodelay(fd);
+	bind_sport(fd, t->addr.ss_family, sport, id);
 	while (connect(fd, (const struct sockaddr *)&t->addr, t->alen) < 0) {
 		if (errno == EINTR)
 			continue;
@@ -903,7 +944,7 @@ static void sampler_stop(struct sampler *s)
  * arrives.  Returns 0, or -1 after printing an error.
  */
 static int upload_flow(const struct target *t, u64 bytes, u64 deadline_us,
-		       const char *cc, const char *id, u64 sample_ms)
+		       const char *cc, const char *id, u64 sample_ms, u16 sport)
 {
 	unsigned char h[DLT_HDR_LEN], done[DLT_DONE_LEN];
 	struct req r = { .op = DLT_OP_UPLOAD, .req_bytes = bytes };
@@ -915,7 +956,7 @@ static int upload_flow(const struct target *t, u64 bytes, u64 deadline_us,
 
 	json_str(eid, sizeof(eid), id);
 	t_conn = now_us();
-	fd = tcp_connect(t, cc);
+	fd = tcp_connect(t, cc, sport, id);
 	if (fd < 0) {
 		warnmsg("%s: connect to %s: %s", id, t->peer, strerror(errno));
 		return -1;
@@ -961,14 +1002,15 @@ static int upload_flow(const struct target *t, u64 bytes, u64 deadline_us,
 		return -1;
 	}
 	get_cc(fd, ccname, sizeof(ccname));
+	sport = local_port(fd);
 	close(fd);
 	emit("{\"type\":\"flow\",\"id\":\"%s\",\"op\":\"upload\",\"peer\":\"%s\","
 	     "\"bytes\":%" PRIu64 ",\"start_us\":%" PRIu64 ",\"end_us\":%" PRIu64
 	     ",\"fct_us\":%" PRIu64 ",\"deadline_us\":%" PRIu64 ",\"met\":%s,"
-	     "\"cc\":\"%s\",\"connect_us\":%" PRIu64 "}",
+	     "\"cc\":\"%s\",\"connect_us\":%" PRIu64 ",\"sport\":%u}",
 	     eid, t->peer, bytes, start, end, end - start, deadline_us,
 	     met_str(deadline_us, end - start), json_str(ecc, sizeof(ecc), ccname),
-	     start - t_conn);
+	     start - t_conn, sport);
 	return 0;
 fail:
 	if (sample_ms)
@@ -990,7 +1032,7 @@ static int run_flow(const struct cfg *cfg)
 	if (cfg->start_at_us)
 		sleep_until_us(cfg->start_at_us);
 	return upload_flow(&t, cfg->bytes, cfg->deadline_us, cfg->cc,
-			   cfg->id ? cfg->id : "flow", cfg->sample_ms) ? 1 : 0;
+			   cfg->id ? cfg->id : "flow", cfg->sample_ms, 0) ? 1 : 0;
 }
 
 /* ---------------------------------------------------------------- bulk */
@@ -1007,7 +1049,7 @@ static void *bulk_thread(void *arg)
 {
 	struct bulk_job *j = arg;
 
-	j->ret = upload_flow(j->t, j->cfg->bytes, 0, j->cfg->cc, j->id, 0);
+	j->ret = upload_flow(j->t, j->cfg->bytes, 0, j->cfg->cc, j->id, 0, 0);
 	return NULL;
 }
 
@@ -1064,6 +1106,7 @@ struct sched_job {
 	bool joined;
 	char id[64];
 	size_t lineno;		/* of the schedule, from 1 */
+	u16 sport;		/* --sport-base + its index among the flows */
 	pthread_t th;
 	int ret;
 };
@@ -1112,7 +1155,8 @@ static void *sched_thread(void *arg)
 {
 	struct sched_job *j = arg;
 
-	j->ret = upload_flow(&j->t, j->bytes, 0, j->cfg->cc, j->id, 0);
+	j->ret = upload_flow(&j->t, j->bytes, 0, j->cfg->cc, j->id, 0,
+			      j->sport);
 	return NULL;
 }
 
@@ -1192,6 +1236,14 @@ static int run_sched(const struct cfg *cfg)
 		j->after = after && n > 1;
 		j->at_us = at_us;
 		j->lineno = lineno;
+		if (cfg->sport_base) {
+			if (cfg->sport_base + n - 1 > 65535)
+				sched_bad(lineno, raw, "flow %zu of the schedule "
+					  "needs source port %" PRIu64 " (--sport-base"
+					  " %" PRIu64 "), above 65535", n,
+					  cfg->sport_base + n - 1, cfg->sport_base);
+			j->sport = cfg->sport_base + n - 1;
+		}
 		snprintf(j->id, sizeof(j->id), "%s", f[0]);
 	}
 	if (ferror(stdin))
@@ -1307,7 +1359,7 @@ static int run_fanin(const struct cfg *cfg)
 		die(1, "out of memory");
 
 	for (i = 0; i < n; i++) {
-		lv[i].fd = tcp_connect(&lv[i].t, cfg->cc);
+		lv[i].fd = tcp_connect(&lv[i].t, cfg->cc, 0, NULL);
 		if (lv[i].fd < 0)
 			die(1, "connect to %s: %s", lv[i].t.peer, strerror(errno));
 		if (fcntl(lv[i].fd, F_SETFL, fcntl(lv[i].fd, F_GETFL) | O_NONBLOCK) < 0)
@@ -1412,8 +1464,9 @@ static void usage(FILE *f)
 "                 [--interval-us I] [--cc NAME] [--seed S] [--start-at-us T]\n"
 "  %1$s bulk   -c HOST [-p PORT] [-6] --bytes N --every-us P --count C\n"
 "                 [--cc NAME] [--id-prefix X] [--start-at-us T]\n"
-"  %1$s sched  [-p PORT] [-6] [--cc NAME] [--start-at-us T] < SCHEDULE\n"
-"                 (lines \"ID HOST[:PORT] BYTES AT_US|+\", AT_US from T)\n"
+"  %1$s sched  [-p PORT] [-6] [--cc NAME] [--start-at-us T] [--sport-base B]\n"
+"                 < SCHEDULE (lines \"ID HOST[:PORT] BYTES AT_US|+\", AT_US\n"
+"                 from T; flow k of the schedule, from 0, from port B + k)\n"
 "  %1$s now    (print CLOCK_MONOTONIC in microseconds)\n"
 "\n"
 "Default port %2$s.  Sizes take K/M/G/T (powers of 1000) or Ki/Mi/Gi/Ti\n"
@@ -1501,7 +1554,7 @@ static u64 parse_num(const char *opt, const char *s)
 enum {
 	O_BYTES = 256, O_DEADLINE, O_CC, O_ID, O_SAMPLE, O_START_AT, O_LEAVES,
 	O_QUERIES, O_RESP, O_REQ, O_INTERVAL, O_SEED, O_EVERY, O_COUNT,
-	O_ID_PREFIX,
+	O_ID_PREFIX, O_SPORT_BASE,
 };
 
 #define OPT_COMMON { "port", required_argument, NULL, 'p' }, \
@@ -1554,6 +1607,7 @@ static const struct option bulk_opts[] = {
 static const struct option sched_opts[] = {
 	OPT_COMMON,
 	{ "start-at-us", required_argument, NULL, O_START_AT },
+	{ "sport-base", required_argument, NULL, O_SPORT_BASE },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -1605,6 +1659,11 @@ static void parse_args(int argc, char **argv, const struct option *opts,
 			break;
 		case O_START_AT:
 			cfg->start_at_us = parse_num("--start-at-us", optarg);
+			break;
+		case O_SPORT_BASE:
+			cfg->sport_base = parse_num("--sport-base", optarg);
+			if (!cfg->sport_base || cfg->sport_base > 65535)
+				bad_args("--sport-base must be in 1-65535");
 			break;
 		case O_LEAVES:
 			cfg->leaves = optarg;

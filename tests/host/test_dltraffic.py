@@ -150,3 +150,39 @@ def test_sched_takes_tabs_crlf_and_a_last_line_without_newline(server):
     assert r.returncode == 0, r.stderr
     got = {j["id"]: j for j in lines(r.stdout)}
     assert got["a"]["bytes"] == 1000 and got["b"]["bytes"] == 2000
+
+
+def test_sched_sport_base_fixes_each_flows_source_port(server):
+    """--sport-base: flow k of the schedule (blank lines not counted)
+    leaves from B + k, and its record says so, so the 5-tuple the fabric
+    hashes is the same in every run"""
+    base = free_port()
+    while base > 65000:
+        base = free_port()
+    text = (f"a 127.0.0.1:{server} 1000 0\n\nb 127.0.0.1:{server} 2000 +\n"
+            f"c 127.0.0.1:{server} 3000 +\n")
+    r = subprocess.run([TOOL, "sched", "--sport-base", str(base)], input=text,
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    got = {j["id"]: j["sport"] for j in lines(r.stdout)}
+    assert got == {"a": base, "b": base + 1, "c": base + 2}
+
+
+def test_sched_without_sport_base_leaves_the_port_to_the_kernel(server):
+    r = subprocess.run([TOOL, "sched"], input=f"a 127.0.0.1:{server} 1000 0\n",
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    (j,) = lines(r.stdout)
+    lo, hi = (int(x) for x in open("/proc/sys/net/ipv4/ip_local_port_range").read().split())
+    assert lo <= j["sport"] <= hi
+
+
+@pytest.mark.parametrize("args,why", [
+    (["--sport-base", "0"], "--sport-base must be in 1-65535"),
+    (["--sport-base", "65536"], "--sport-base must be in 1-65535"),
+    (["--sport-base", "65535"], "needs source port 65536"),
+])
+def test_sched_sport_base_out_of_range_is_refused(args, why):
+    r = subprocess.run([TOOL, "sched", *args], input="a 127.0.0.1:9 1 0\nb 127.0.0.1:9 1 0\n",
+                       capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2 and why in r.stderr, r.stderr

@@ -309,3 +309,20 @@ def test_netem_limits_hold_the_delay_line_beside_the_buffer():
     assert leaf("s1").endswith("bfifo limit 131072")
     with pytest.raises(ValueError):
         fabric.Topology(host_delay_us=-1)
+
+
+def test_sized_flows_leave_from_fixed_source_ports():
+    """the runner gives each (host, lane) `dltraffic sched` a --sport-base
+    below the kernel's ephemeral range and above iperf3's --cport, the two
+    lanes of a shuffle disjoint, and refuses a lane it cannot cover"""
+    import run as testbed_run
+    b0 = testbed_run.sched_sport_base(0, testbed_run.SPORT_LANE)
+    b1 = testbed_run.sched_sport_base(1, 10)
+    assert b1 - b0 == testbed_run.SPORT_LANE
+    assert testbed_run.CPORT_BASE + 1000 <= b0
+    assert b1 + testbed_run.SPORT_LANE - 1 < 32768
+    for lane, n in ((0, testbed_run.SPORT_LANE + 1), (2, 1), (-1, 1)):
+        with pytest.raises(ValueError):
+            testbed_run.sched_sport_base(lane, n)
+    src = open(os.path.join(os.path.dirname(testbed_run.__file__), "run.py")).read()
+    assert '"--sport-base", str(sport)' in src
