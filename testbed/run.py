@@ -95,6 +95,27 @@ CPORT_BASE = 20000          # iperf3 --cport: flow i's data connection leaves fr
 # the kernel's ephemeral range (32768-60999) and above iperf3's --cport
 SPORT_BASE = 21000
 SPORT_LANE = 5000
+# `dltraffic fanin --sport-base`: an OLDI tree's connection to its k-th
+# leaf leaves its parent from the tree's base + k, the trees of a parent
+# one after the other from FANIN_SPORT_BASE, up to the ephemeral range
+FANIN_SPORT_BASE = SPORT_BASE + 2 * SPORT_LANE
+FANIN_SPORT_END = 32768
+
+
+def fanin_sport_bases(trees):
+    """{tree id: `dltraffic fanin --sport-base`}: per parent host, its
+    trees' leaves on consecutive ports from FANIN_SPORT_BASE, in the
+    order of trees"""
+    nxt, out = {}, {}
+    for t in trees:
+        base = nxt.get(t["src"], FANIN_SPORT_BASE)
+        if base + len(t["leaves"]) > FANIN_SPORT_END:
+            raise ValueError(f"{t['src']}'s OLDI trees need more than the "
+                             f"{FANIN_SPORT_END - FANIN_SPORT_BASE} fixed source ports "
+                             f"from {FANIN_SPORT_BASE}")
+        out[t["id"]] = base
+        nxt[t["src"]] = base + len(t["leaves"])
+    return out
 
 
 def sched_sport_base(lane, nflows):
@@ -194,7 +215,7 @@ def sized_record(flow, res):
     return rec
 
 
-def fanin_argv(fab, tree):
+def fanin_argv(fab, tree, sport_base=None):
     """`dltraffic fanin` for one OLDI tree (workloads.oldi), run at its
     parent (after start_s): a connection to every leaf's server, `queries` queries each
     answered by every leaf with resp_bytes under a deadline drawn uniformly
@@ -205,7 +226,8 @@ def fanin_argv(fab, tree):
     return wait + [DLTRAFFIC, "fanin", "--leaves", ",".join(f"{fab.ip(h)}:{SIZED_PORT}" for h in tree["leaves"]),
             "--queries", str(tree["queries"]), "--resp-bytes", str(tree["resp_bytes"]),
             "--deadline-us", f"{tree['deadline_us']}-{tree['deadline_max_us']}",
-            "--interval-us", str(tree["interval_us"]), "--seed", str(tree["seed"])]
+            "--interval-us", str(tree["interval_us"]), "--seed", str(tree["seed"])] + \
+        (["--sport-base", str(sport_base)] if sport_base else [])
 
 
 def oldi_records(tree, out, id0):
@@ -402,9 +424,11 @@ def run_one(fab, scheme, wl, flows, exp):
     # (stdout to a file: a response per line would fill a pipe and stall
     # the tree while the runner waits on other clients)
     fanins = []
+    fanin_sports = fanin_sport_bases(trees)
     for t in trees:
         logf = tempfile.TemporaryFile("w+")
-        fanins.append((t, fab.spawn(t["src"], gate.argv(fanin_argv(fab, t)), stdout=logf), logf))
+        fanins.append((t, fab.spawn(t["src"], gate.argv(fanin_argv(fab, t, fanin_sports[t["id"]])),
+                                    stdout=logf), logf))
     # The RTT probe waits at the same barrier, sleeps 1 s and runs for
     # the run's duration less 4 s: sockperf spends about 2 s connecting
     # and warming up before its first sample, so it samples from about

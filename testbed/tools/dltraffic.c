@@ -1352,6 +1352,10 @@ static int run_fanin(const struct cfg *cfg)
 	free(list);
 	if (!n)
 		die(EXIT_USAGE, "--leaves lists no leaf");
+	if (cfg->sport_base && cfg->sport_base + n - 1 > 65535)
+		die(EXIT_USAGE, "leaf %zu needs source port %" PRIu64
+		    " (--sport-base %" PRIu64 "), above 65535", n,
+		    cfg->sport_base + n - 1, cfg->sport_base);
 	if (cfg->deadline_max)
 		probe_deadline(cfg->family);
 	pfd = calloc(n, sizeof(*pfd));
@@ -1359,7 +1363,8 @@ static int run_fanin(const struct cfg *cfg)
 		die(1, "out of memory");
 
 	for (i = 0; i < n; i++) {
-		lv[i].fd = tcp_connect(&lv[i].t, cfg->cc, 0, NULL);
+		lv[i].fd = tcp_connect(&lv[i].t, cfg->cc, cfg->sport_base ?
+				       cfg->sport_base + i : 0, lv[i].t.peer);
 		if (lv[i].fd < 0)
 			die(1, "connect to %s: %s", lv[i].t.peer, strerror(errno));
 		if (fcntl(lv[i].fd, F_SETFL, fcntl(lv[i].fd, F_GETFL) | O_NONBLOCK) < 0)
@@ -1462,6 +1467,7 @@ static void usage(FILE *f)
 "  %1$s fanin  --leaves H1:P1,H2:P2,... [-p PORT] [-6] --queries Q\n"
 "                 --resp-bytes MIN[-MAX] [--deadline-us MIN[-MAX]] [--req-bytes R]\n"
 "                 [--interval-us I] [--cc NAME] [--seed S] [--start-at-us T]\n"
+"                 [--sport-base B] (leaf k, from 0, connected from port B + k)\n"
 "  %1$s bulk   -c HOST [-p PORT] [-6] --bytes N --every-us P --count C\n"
 "                 [--cc NAME] [--id-prefix X] [--start-at-us T]\n"
 "  %1$s sched  [-p PORT] [-6] [--cc NAME] [--start-at-us T] [--sport-base B]\n"
@@ -1590,6 +1596,7 @@ static const struct option fanin_opts[] = {
 	{ "interval-us", required_argument, NULL, O_INTERVAL },
 	{ "seed", required_argument, NULL, O_SEED },
 	{ "start-at-us", required_argument, NULL, O_START_AT },
+	{ "sport-base", required_argument, NULL, O_SPORT_BASE },
 	{ NULL, 0, NULL, 0 }
 };
 

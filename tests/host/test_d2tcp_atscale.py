@@ -317,3 +317,27 @@ def test_report_shows_the_samples(tmp_path):
     assert len(line) == 1
     assert "| 5 (5) | " in line[0] and "| 71.4% / 14.3% / 14.3% |" in line[0]
     assert "| 100.0% / 0.0% / 0.0% | 0.0% / 50.0% / 50.0% (1) | 1 (1) |" in line[0]
+
+
+def test_fanin_trees_connect_from_fixed_source_ports():
+    """every OLDI tree's connections leave its parent from fixed ports:
+    per parent, its trees' leaves on consecutive ports from
+    FANIN_SPORT_BASE, disjoint from the sized flows' lanes and below the
+    kernel's ephemeral range; the command line carries the tree's base"""
+    ts = trees(workloads.generate("oldi", HOSTS, fanin=40, trees=5, link_mbit=25))
+    bases = run.fanin_sport_bases(ts)
+    assert sorted(bases) == sorted(t["id"] for t in ts)
+    used = {}
+    for t in ts:
+        ports = range(bases[t["id"]], bases[t["id"]] + len(t["leaves"]))
+        mine = used.setdefault(t["src"], set())
+        assert not mine & set(ports)
+        mine.update(ports)
+        assert run.SPORT_BASE + 2 * run.SPORT_LANE <= ports[0] and ports[-1] < 32768
+        a = run.fanin_argv(_Fab(), t, bases[t["id"]])
+        assert a[a.index("--sport-base") + 1] == str(bases[t["id"]])
+    assert "--sport-base" not in run.fanin_argv(_Fab(), ts[0])
+    # more leaves than the range holds at one parent: refused
+    big = [dict(t, src="h1", id=i) for i, t in enumerate(ts * 2)]
+    with pytest.raises(ValueError):
+        run.fanin_sport_bases(big)

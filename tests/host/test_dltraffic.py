@@ -186,3 +186,26 @@ def test_sched_sport_base_out_of_range_is_refused(args, why):
     r = subprocess.run([TOOL, "sched", *args], input="a 127.0.0.1:9 1 0\nb 127.0.0.1:9 1 0\n",
                        capture_output=True, text=True, timeout=10)
     assert r.returncode == 2 and why in r.stderr, r.stderr
+
+
+def test_fanin_sport_base_connects_leaf_k_from_base_plus_k(server):
+    base = free_port()
+    while base > 65000:
+        base = free_port()
+    leaves = ",".join([f"127.0.0.1:{server}"] * 3)
+    p = subprocess.Popen([TOOL, "fanin", "--leaves", leaves, "--queries", "200", "--resp-bytes",
+                          "10K", "--interval-us", "20000", "--sport-base", str(base)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        seen = set()
+        for _ in range(100):
+            ss = subprocess.run(["ss", "-tnH", "state", "established", f"dport = :{server}"],
+                                capture_output=True, text=True).stdout
+            seen = {int(l.split()[-2].rsplit(":", 1)[1]) for l in ss.splitlines() if l.strip()}
+            if len(seen) >= 3:
+                break
+            time.sleep(0.05)
+        assert seen == {base, base + 1, base + 2}, ss
+    finally:
+        p.kill()
+        p.wait()
