@@ -122,8 +122,14 @@ FL_COUNTERS = ("TCPFastLaneNotify", "TCPFastLaneRetrans", "TCPFastLaneCtlResend"
                "TCPFastLaneBoundLowest", "TCPFastLaneBoundThrottled", "TCPFastLaneDeferred")
 
 
+# Linux's undo of a recovery it judged spurious (tcp_packet_delayed(),
+# DSACKs): an undo unmarks every lost segment, notified ones included
+# (issue 20, fifth session); and retransmissions marked lost again
+UNDO_COUNTERS = ("TCPPartialUndo", "TCPFullUndo", "TCPDSACKUndo", "TCPLossUndo", "TCPLostRetransmit")
+
+
 def netstat(lab):
-    keys = FL_COUNTERS + ("TCPTimeouts", "TCPLossProbes", "TCPSackRecovery")
+    keys = FL_COUNTERS + ("TCPTimeouts", "TCPLossProbes", "TCPSackRecovery") + UNDO_COUNTERS
     from fabric import netns
     tot = dict.fromkeys(keys, 0)
     for name, (ns, _) in lab.hosts.items():

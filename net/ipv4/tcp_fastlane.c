@@ -57,7 +57,9 @@
  *    Linux keeps a socket without SACK in CA_Recovery past that point;
  *  - SACK, RACK-TLP, timestamps and the congestion control module keep
  *    working: the segment is marked lost as RACK would mark it, and the
- *    retransmission timer is rearmed, the last resort as before.
+ *    retransmission timer is rearmed, the last resort as before;
+ *  - a recovery notifications enter or join is never undone: a
+ *    notification reports a drop, it does not infer one.
  */
 
 #include <linux/filter.h>
@@ -240,6 +242,18 @@ static void tcp_fastlane_mark(struct sock *sk, struct sk_buff *skb,
 	 */
 	if (icsk->icsk_ca_state < TCP_CA_Recovery)
 		tcp_enter_recovery(sk, false);
+	/* A notified segment was dropped: this recovery is never undone.
+	 * Linux undoes one when an ACK echoes a timestamp from before its
+	 * first retransmission, or comes before any (tcp_packet_delayed()),
+	 * and then unmarks every lost segment (tcp_undo_cwnd_reduction()).
+	 * With notifications such an ACK is the normal case, not a sign of
+	 * reordering: a notification overtakes the queue the earlier
+	 * segments wait in, and bound_sim or the rate cap may hold the
+	 * resend.  Unmarked, a notified segment that no later notification
+	 * names waits for the RTO.  Like ECN's CE, a notification is no
+	 * guess.
+	 */
+	tp->undo_marker = 0;
 	/* a recovery notifications start or join: bound_sim's alpha is half
 	 * the window at its entry (tcp_init_cwnd_reduction()'s prior_cwnd)
 	 */

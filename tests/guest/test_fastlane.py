@@ -1332,6 +1332,89 @@ def test_rate_limited_notification_is_not_a_timeout(routed):
             conn.close(wait=False)
 
 
+UNDO_KEYS = ["TcpExtTCPPartialUndo", "TcpExtTCPFullUndo", "TcpExtTCPDSACKUndo", "TcpExtTCPLossUndo"]
+
+
+def deliver(b, raw):
+    """hand h2 the frame raw that h1 sent (captured at the router), as the
+    router would forward it, past the netem that blocks the path"""
+    p = parse(raw)
+    ip = bytearray(raw[14:])
+    ihl = 40 if p["v6"] else (ip[0] & 15) * 4
+    ip[ihl:] = tcp_csum(p["v6"], p["src"], p["dst"], bytes(ip[ihl:]))
+    with netns(b.lab.sw):
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        s.setsockopt(SOL_PACKET, PACKET_QDISC_BYPASS, 1)
+        s.bind(("h2", 0))
+        s.send(b"".join(b.macs["h2"]) + raw[12:14] + bytes(ip))
+        s.close()
+
+
+SOL_PACKET = 263
+PACKET_QDISC_BYPASS = 20
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_notified_loss_is_not_undone(blocked, v6):
+    """Issue 20 (incast RTOs at N = 80, fifth session): a notification
+    overtakes the queue the flight's first segments wait in, so their ACKs
+    come after the resends, echoing a timestamp from before the first of
+    them.  Linux takes that for a spurious recovery (tcp_packet_delayed())
+    and undoes it once no resend is in flight (tcp_try_undo_partial()):
+    every lost mark is cleared, the notified segments count as in flight
+    again, and nothing resends them until the RTO.  A notified segment was
+    dropped: its recovery must not be undone.  Here segments A, B, C (and
+    a tail) are in flight; all but A are notified again and again until
+    bound_sim holds them (no resend in flight); then A's original reaches
+    the receiver and its ACK comes: the others must still be resent."""
+    b = blocked.connect(v6)
+    sh("ethtool -K eth0 tso off gso off >/dev/null", ns=b.h1)
+    try:
+        segs = b.send_and_capture(3 * 1448, 1.0)
+        # A: the first segment sent, its original copy; B, C (and the
+        # tail: the MSS is less than 1448 with the timeout-count option)
+        p_a, raw_a = segs[0][1], segs[0][2]
+        notified = {p["seq"]: raw for _, p, raw in latest(segs) if p["seq"] != p_a["seq"]}
+        assert len(notified) >= 2, [(p["seq"], tcp_payload_len(p)) for _, p, _ in segs]
+        keys = FL_KEYS + UNDO_KEYS + ["TcpExtTCPTimeouts", "TcpExtTCPFastLaneBoundThrottled"]
+        n0 = nstat(b.h1)
+        rounds, resent = 0, True
+        # notify all but A (their last copies) until no resend follows:
+        # bound_sim = alpha / max(retx) reaches 0 at retx 6 for alpha 5
+        while resent and rounds < 12:
+            t, got = b.watch(0.5)
+            time.sleep(0.1)
+            t_nf = time.time()
+            b.send_frames([b.notify(raw, send=False) for raw in notified.values()])
+            t.join()
+            rounds += 1
+            resent = False
+            for ts, out, raw in got:
+                p = parse(raw)
+                if p and not out and ts >= t_nf and p["seq"] in notified and tcp_payload_len(p) > 0:
+                    notified[p["seq"]] = raw
+                    resent = True
+        mid = delta(n0, nstat(b.h1), keys)
+        assert not resent, f"still resending after {rounds} rounds: {mid}"
+        # the path opens, and A's original arrives: its ACK echoes A's
+        # timestamp, older than the first resend
+        tc("qdisc del dev h2 root", b.lab.sw)
+        deliver(b, raw_a)
+        end = time.time() + 5
+        while b.conn.received < 3 * 1448 and time.time() < end:
+            time.sleep(0.05)
+        d = delta(n0, nstat(b.h1), keys)
+        print(f"notified loss, no undo ({'ipv6' if v6 else 'ipv4'}): {rounds} rounds, {mid}; "
+              f"then {d}, received {b.conn.received}")
+        assert mid["TcpExtTCPFastLaneNotify"] >= 2 * rounds - 1, mid
+        assert all(d[k] == 0 for k in UNDO_KEYS), d
+        # B and C were resent after A's ACK (the RTO is 60 s here)
+        assert b.conn.received == 3 * 1448, f"received {b.conn.received}: {d}"
+    finally:
+        sh("ethtool -K eth0 tso on gso on >/dev/null", ns=b.h1, check=False)
+        b.release()
+
+
 def tcp_info_ssthresh(s):
     # struct tcp_info: 8 bytes of u8, then u32s; tcpi_snd_ssthresh is at 76
     return struct.unpack_from("I", s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104), 76)[0]
