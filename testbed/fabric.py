@@ -316,8 +316,12 @@ class Fabric:
         if self.mode != "mptcp":
             return []
         L = [f"mptcp limits set subflows {self.subflows} add_addr_accepted {self.subflows}"]
+        # no "dev eth0": a subflow socket bound to a device that finds no
+        # route (the rule below) takes its destination as on link
+        # (ip_route_output_key_hash_rcu) and sends the SYN out anyway,
+        # where no neighbour answers: the attempt then hangs for seconds
         for a in h.extra_ips:
-            L.append(f"mptcp endpoint add {a} dev eth0 subflow")
+            L.append(f"mptcp endpoint add {a} subflow")
         lo, hi = MPTCP_CLIENT_PORTS
         for a in h.extra_ips:
             L.append(f"rule add from {a} ipproto tcp dport {lo}-{hi} unreachable pref 100")
