@@ -364,14 +364,32 @@ def mptcp_summary(samples, want):
     """per sample, the elephants' data connections as their clients see
     them: how many, the fewest and most subflows (all, and fully
     established), and those with fewer than want fully established
-    subflows ("short": [flow id, established])"""
+    subflows ("short": [flow id, established]); from the second sample on,
+    the fewest and most subflows a connection used since the one before
+    ("min_used", "max_used": those that carried >= 1% of its newly acked
+    bytes)"""
     out = []
+    prev = {}
     for s in samples or []:
         data = [c for c in s.get("conns", []) if c.get("role") == "client" and c.get("kind") == "data"]
         est = [c["established"] for c in data]
-        out.append(dict(label=s.get("label"), at_s=s.get("at_s"), connections=len(data),
-                        min_subflows=min((c["subflows"] for c in data), default=None),
-                        max_subflows=max((c["subflows"] for c in data), default=None),
-                        min_established=min(est, default=None), max_established=max(est, default=None),
-                        short=sorted([c["flow"], c["established"]] for c in data if c["established"] < want)))
+        rec = dict(label=s.get("label"), at_s=s.get("at_s"), connections=len(data),
+                   min_subflows=min((c["subflows"] for c in data), default=None),
+                   max_subflows=max((c["subflows"] for c in data), default=None),
+                   min_established=min(est, default=None), max_established=max(est, default=None),
+                   short=sorted([c["flow"], c["established"]] for c in data if c["established"] < want))
+        # since the previous sample: the subflows that carried at least
+        # 1% of the connection's newly acked bytes ("used")
+        used = []
+        for c in data:
+            p = prev.get((c["host"], c["token"]))
+            if p is None:
+                continue
+            before = {(tuple(x["local"]), tuple(x["peer"])): x["bytes_acked"] for x in p["sf"]}
+            d = [max(0, x["bytes_acked"] - before.get((tuple(x["local"]), tuple(x["peer"])), 0)) for x in c["sf"]]
+            used.append(sum(1 for v in d if sum(d) and v >= 0.01 * sum(d)))
+        if used:
+            rec.update(min_used=min(used), max_used=max(used))
+        prev = {(c["host"], c["token"]): c for c in data}
+        out.append(rec)
     return out

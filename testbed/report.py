@@ -528,12 +528,13 @@ def markdown(res, pngs, out):
               "last second: TCP subflows (fully established: the join's fourth ACK seen) and the connections "
               "short of the scheme's subflows ([flow, fully established]).", "",
               "| scheme | workload | wanted | when | connections | subflows min-max | fully established min-max "
-              "| short |", "|" + "---|" * 8]
+              "| used since the sample before (>= 1% of its bytes) min-max | short |", "|" + "---|" * 9]
         for r in mp:
             for x in r["mptcp"]["samples"]:
                 L.append(f"| {r['scheme']} | {r['workload']} | {r['mptcp']['want']} | {x['label']} ({x['at_s']:g} s)"
                          f" | {x['connections']} | {x['min_subflows']}-{x['max_subflows']} | "
                          f"{x['min_established']}-{x['max_established']} | "
+                         + (f"{x['min_used']}-{x['max_used']} | " if "min_used" in x else "- | ")
                          + (", ".join(f"{a}: {b}" for a, b in x["short"]) or "none") + " |")
     cc = [r for r in res["runs"] if r.get("cpu_cost")]
     if cc:

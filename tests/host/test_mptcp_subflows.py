@@ -82,6 +82,13 @@ def test_summary_counts_data_connections_short_of_their_subflows():
     assert (sm[0]["min_established"], sm[0]["max_established"]) == (2, 8)
     assert sm[0]["short"] == [[3, 2]]
     assert sm[1]["short"] == [] and sm[1]["min_established"] == 8
+    assert "min_used" not in sm[0]
+    # used: subflows that carried >= 1% of what the connection sent since
+    later = dict(data, sf=[dict(x, bytes_acked=x["bytes_acked"] + grow) for x, grow in
+                           zip(data["sf"], (1000000, 5000, 20000))])
+    sm = counters.mptcp_summary([dict(at_s=9.0, label="a", conns=[data]),
+                                 dict(at_s=19.0, label="b", conns=[later])], 8)
+    assert (sm[1]["min_used"], sm[1]["max_used"]) == (2, 2)
     assert counters.mptcp_summary([], 8) == []
     # the report carries it, with the scheme's subflows as the goal
     meta = {"experiment": {"schemes": [{"name": "mptcp", "mode": "mptcp", "subflows": 4}]}}
