@@ -248,3 +248,148 @@ def collect(fab):
         except Exception as e:      # never fail the run over a counter
             out[key] = {"error": f"{type(e).__name__}: {e}"}
     return out
+
+
+# ---------------------------------------------------------------- MPTCP
+# Each MPTCP subflow is a TCP socket; `ss -tni` prints its MPTCP state
+# after "tcp-ulp-mptcp": flags (M/m MP_CAPABLE remote/local, J/j MP_JOIN
+# remote/local, B/b backup, e fully established, c connected, v mapping
+# valid) and "token:REMOTE(id:R)/LOCAL(id:L)", LOCAL being the token of
+# the MPTCP connection the subflow belongs to on this host.
+_SS_SUBFLOW = re.compile(r"tcp-ulp-mptcp\s+(?:flags:(\S+)\s+)?token:([0-9a-f]+)\(id:(\d+)\)/([0-9a-f]+)\(id:(\d+)\)")
+
+
+def _addr_port(s):
+    """'10.1.1.2%eth0:5201' / '[fd00::1]:5201' -> ('10.1.1.2', 5201)"""
+    a, _, p = s.rpartition(":")
+    a = a.split("%", 1)[0].strip("[]")
+    return a, int(p)
+
+
+def parse_mptcp_subflows(text):
+    """the MPTCP subflows in `ss -tniH state established` output: one dict
+    per TCP socket that carries tcp-ulp-mptcp info: local, peer
+    ([addr, port]), flags, token (the local connection's), remote_token,
+    local_id, remote_id, fully_established (flag e), join (j or J: an
+    MP_JOIN subflow, else the connection's first), bytes_acked,
+    bytes_received (TCP_INFO; 0 when ss leaves them out)"""
+    entries, cur = [], None
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if line[:1].isspace() and cur is not None:
+            cur.append(line)
+        else:
+            cur = [line]
+            entries.append(cur)
+    out = []
+    for e in entries:
+        head = e[0].split()
+        rest = " ".join(x.strip() for x in e[1:])
+        m = _SS_SUBFLOW.search(rest) or _SS_SUBFLOW.search(" ".join(e))
+        # the header: [State] Recv-Q Send-Q Local Peer (state absent with a state filter)
+        addrs = [x for x in head if ":" in x]
+        if not m or len(addrs) < 2:
+            continue
+        flags = m.group(1) or ""
+        sf = dict(local=list(_addr_port(addrs[0])), peer=list(_addr_port(addrs[1])), flags=flags,
+                  token=m.group(4), local_id=int(m.group(5)), remote_token=m.group(2),
+                  remote_id=int(m.group(3)), fully_established="e" in flags,
+                  join=("j" in flags or "J" in flags))
+        for k in ("bytes_acked", "bytes_received"):
+            v = re.search(rf"\b{k}:(\d+)", rest)
+            sf[k] = int(v.group(1)) if v else 0
+        out.append(sf)
+    return out
+
+
+def mptcp_connections(host, subflows, flows, cport_base, ips=None):
+    """host's MPTCP connections from its subflows (parse_mptcp_subflows),
+    grouped by local token: per connection its role ("client": its first
+    subflow left from a port that is not a flow's server port; "server"),
+    the elephant it carries ("flow": the flow's id, "kind": "data" for
+    iperf3's data connection, which leaves from cport_base + id, "control"
+    for the other connection between the same hosts and port, None for a
+    connection no elephant explains; ips, host -> its address, also
+    matches the peer's address), "subflows" (TCP subflows, the first
+    one included), "established" (those fully established: a join's
+    fourth ACK seen), the bytes acked/received over them, and the
+    subflows themselves"""
+    by = {}
+    for sf in subflows:
+        by.setdefault(sf["token"], []).append(sf)
+    eleph = [f for f in flows if not f.get("bytes") and f.get("port")]
+    out = []
+    for token, sfs in sorted(by.items()):
+        first = next((s for s in sfs if not s["join"]), None)
+        role, fid, kind = None, None, None
+        if first is not None:
+            lport, pport, paddr = first["local"][1], first["peer"][1], first["peer"][0]
+            for f in eleph:
+                if f["src"] == host and pport == f["port"] and (ips is None or ips.get(f["dst"]) == paddr):
+                    role, fid = "client", f["id"]
+                    kind = "data" if lport == cport_base + f["id"] else "control"
+                    break
+                if f["dst"] == host and lport == f["port"] and (ips is None or ips.get(f["src"]) == paddr):
+                    role, fid = "server", f["id"]
+                    kind = "data" if pport == cport_base + f["id"] else "control"
+                    break
+        out.append(dict(host=host, token=token, role=role, flow=fid, kind=kind,
+                        first=[first["local"], first["peer"]] if first else None,
+                        subflows=len(sfs), established=sum(1 for s in sfs if s["fully_established"]),
+                        bytes_acked=sum(s["bytes_acked"] for s in sfs),
+                        bytes_received=sum(s["bytes_received"] for s in sfs),
+                        sf=[dict(local=s["local"], peer=s["peer"], flags=s["flags"], bytes_acked=s["bytes_acked"],
+                                 bytes_received=s["bytes_received"]) for s in sfs]))
+    return out
+
+
+def mptcp_sample(fab, flows, cport_base, at_s, label):
+    """every host's MPTCP connections now (one `ss` per host): {"at_s",
+    "label", "conns": [mptcp_connections records], "errors"}"""
+    conns, errors = [], {}
+    for name in fab.hosts:
+        try:
+            o = subprocess.run([os.environ.get("DCNET_SS", "ss"), "-N", fab.ns(name), "-tniH", "state",
+                                "established"], capture_output=True, text=True, timeout=30).stdout or ""
+        except (OSError, subprocess.TimeoutExpired) as e:
+            errors[name] = str(e)
+            continue
+        conns += mptcp_connections(name, parse_mptcp_subflows(o), flows, cport_base,
+                                   {h: fab.ip(h) for h in fab.hosts})
+    return dict(at_s=at_s, label=label, conns=conns, errors=errors)
+
+
+def mptcp_summary(samples, want):
+    """per sample, the elephants' data connections as their clients see
+    them: how many, the fewest and most subflows (all, and fully
+    established), and those with fewer than want fully established
+    subflows ("short": [flow id, established]); from the second sample on,
+    the fewest and most subflows a connection used since the one before
+    ("min_used", "max_used": those that carried >= 1% of its newly acked
+    bytes)"""
+    out = []
+    prev = {}
+    for s in samples or []:
+        data = [c for c in s.get("conns", []) if c.get("role") == "client" and c.get("kind") == "data"]
+        est = [c["established"] for c in data]
+        rec = dict(label=s.get("label"), at_s=s.get("at_s"), connections=len(data),
+                   min_subflows=min((c["subflows"] for c in data), default=None),
+                   max_subflows=max((c["subflows"] for c in data), default=None),
+                   min_established=min(est, default=None), max_established=max(est, default=None),
+                   short=sorted([c["flow"], c["established"]] for c in data if c["established"] < want))
+        # since the previous sample: the subflows that carried at least
+        # 1% of the connection's newly acked bytes ("used")
+        used = []
+        for c in data:
+            p = prev.get((c["host"], c["token"]))
+            if p is None:
+                continue
+            before = {(tuple(x["local"]), tuple(x["peer"])): x["bytes_acked"] for x in p["sf"]}
+            d = [max(0, x["bytes_acked"] - before.get((tuple(x["local"]), tuple(x["peer"])), 0)) for x in c["sf"]]
+            used.append(sum(1 for v in d if sum(d) and v >= 0.01 * sum(d)))
+        if used:
+            rec.update(min_used=min(used), max_used=max(used))
+        prev = {(c["host"], c["token"]): c for c in data}
+        out.append(rec)
+    return out

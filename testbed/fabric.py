@@ -74,6 +74,12 @@ MTU = 1500
 # port on one spine (test_ecmp_spreads_flows_over_spines), so it is not
 # the default.
 HASH_FIELDS = 0x37
+# MPTCP hosts: the ports clients connect from (iperf3 --cport from 20000,
+# the kernel's ephemeral range 32768-60999); servers listen below them.
+# A subflow from a host's extra address to one of these is the server
+# side's doomed join (Fabric.mptcp_host_lines).  65534: the kernel takes
+# no rule port range ending at 65535.
+MPTCP_CLIENT_PORTS = (20000, 65534)
 
 
 def run(argv, input=None, check=True, timeout=300):
@@ -287,6 +293,39 @@ class Fabric:
                 h.ip, h.ip6 = self._l3_addr(h, 1)
                 if self.mode == "mptcp":
                     h.extra_ips = [self._l3_addr(h, k)[0] for k in range(2, self.subflows + 1)]
+
+    def mptcp_host_lines(self, h):
+        """`ip -batch` lines of host h's MPTCP setup (mode mptcp): the
+        subflow limit, one `subflow` endpoint per extra address, and a
+        policy rule per extra address that makes a connect() from it to a
+        client port (MPTCP_CLIENT_PORTS) fail at once (ENETUNREACH).
+
+        Every host is a client and a server.  The in-kernel path manager
+        also uses `subflow` endpoints on the server side of a connection:
+        it opens subflows from them to the client's initial address and
+        port, where nothing listens.  Until those SYNs are refused (a
+        round trip, or seconds when the ports are full and SYNs are lost)
+        they count against the server's subflow limit (8, the kernel's
+        most), and the client's joins arriving meanwhile are reset at
+        their third ACK (EPROHIBIT): the connection keeps fewer subflows
+        for the rest of its life, a different number in each boot
+        (docs/testbed.md, "MPTCP's joins").  With the rule the server's
+        attempts fail inside connect() (MPJoinSynTxConnectErr) and give
+        their budget back before any join arrives; the clients' joins go
+        to server ports, below the range, and pass."""
+        if self.mode != "mptcp":
+            return []
+        L = [f"mptcp limits set subflows {self.subflows} add_addr_accepted {self.subflows}"]
+        # no "dev eth0": a subflow socket bound to a device that finds no
+        # route (the rule below) takes its destination as on link
+        # (ip_route_output_key_hash_rcu) and sends the SYN out anyway,
+        # where no neighbour answers: the attempt then hangs for seconds
+        for a in h.extra_ips:
+            L.append(f"mptcp endpoint add {a} subflow")
+        lo, hi = MPTCP_CLIENT_PORTS
+        for a in h.extra_ips:
+            L.append(f"rule add from {a} ipproto tcp dport {lo}-{hi} unreachable pref 100")
+        return L
 
     def _l3_addr(self, h, k):
         leaf = int(h.leaf[1:]) if self.topo.kind == "clos" else 1
@@ -505,10 +544,7 @@ class Fabric:
                   f"route add default via {gw}", f"route add default via {gw6}"]
             for a in h.extra_ips:
                 L.append(f"addr add {a}/24 dev eth0")
-            if self.mode == "mptcp":
-                L.append(f"mptcp limits set subflows {self.subflows} add_addr_accepted {self.subflows}")
-                for a in h.extra_ips:
-                    L.append(f"mptcp endpoint add {a} dev eth0 subflow")
+            L += self.mptcp_host_lines(h)
         batch("ip", L, ns)
         if not self.vswitched:
             batch("tc", self._port_qdisc("eth0", host_nic=True), ns)

@@ -33,6 +33,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
 from dcnet.stats import percentile  # noqa: E402
 SCHEMA = os.path.join(HERE, "report.schema.json")
 SIZE_CLASSES = [(10 * 1024, "<10KB"), (100 * 1024, "10-100KB"), (1 << 20, "100KB-1MB"),
@@ -313,6 +314,20 @@ def oldi_compare(runs):
         o["missed_of_dctcp"] = (o["missed_frac"] / dm) if dm and o["missed_frac"] is not None else None
 
 
+def mptcp_subflows(r, meta):
+    """MPTCP runs with subflow samples (run.py's mptcp_conns): per sample
+    the elephants' data connections, their fewest and most (fully
+    established) subflows and those short of the scheme's subflows
+    (counters.mptcp_summary); None otherwise"""
+    samples = r.get("mptcp_conns")
+    if not samples:
+        return None
+    from counters import mptcp_summary
+    want = next((sc.get("subflows", 8) for sc in (meta.get("experiment") or {}).get("schemes", [])
+                 if sc.get("name") == r["scheme"]), 8)
+    return dict(want=want, samples=mptcp_summary(samples, want))
+
+
 def analyse(raw):
     meta = raw["meta"]
     link_bps = (meta.get("link_mbit") or 0) * 1e6 or None
@@ -350,6 +365,7 @@ def analyse(raw):
             fault_errors=list(r.get("fault_errors") or []),
             oldi=oldi_summary(r),
             oldi_samples=oldi_samples(r),
+            mptcp=mptcp_subflows(r, meta),
             incomplete=sum(1 for f in flows if f.get("tput_bps") is None and f.get("fct_us") is None)))
     # each scheme's elephant throughput against "optimal" on the same workload
     opt = {r["workload"]: r["elephant_mean_bps"] for r in runs if r["scheme"] == "optimal"}
@@ -592,6 +608,22 @@ def markdown(res, pngs, out):
                 "-" if not f[g].get("flowlets") else
                 f"{f[g]['per_flow']:.0f} per flow, {f[g]['mean_bytes'] / 1000:.0f} KB, largest "
                 f"{frac(f[g]['largest_share'])}" for g in gaps) + " |")
+    mp = [r for r in res["runs"] if r.get("mptcp")]
+    if mp:
+        L += ["", "## MPTCP subflows per connection", "",
+              "Each elephant's data connection as its client sees it (`ss -tni`, the subflows' tcp-ulp-mptcp "
+              "info grouped by connection token), at the end of the warm-up and in the measured interval's "
+              "last second: TCP subflows (fully established: the join's fourth ACK seen) and the connections "
+              "short of the scheme's subflows ([flow, fully established]).", "",
+              "| scheme | workload | wanted | when | connections | subflows min-max | fully established min-max "
+              "| used since the sample before (>= 1% of its bytes) min-max | short |", "|" + "---|" * 9]
+        for r in mp:
+            for x in r["mptcp"]["samples"]:
+                L.append(f"| {r['scheme']} | {r['workload']} | {r['mptcp']['want']} | {x['label']} ({x['at_s']:g} s)"
+                         f" | {x['connections']} | {x['min_subflows']}-{x['max_subflows']} | "
+                         f"{x['min_established']}-{x['max_established']} | "
+                         + (f"{x['min_used']}-{x['max_used']} | " if "min_used" in x else "- | ")
+                         + (", ".join(f"{a}: {b}" for a, b in x["short"]) or "none") + " |")
     cc = [r for r in res["runs"] if r.get("cpu_cost")]
     if cc:
         L += ["", "## CPU cost (Presto Fig. 6)", "",

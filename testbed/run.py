@@ -469,22 +469,19 @@ def run_one(fab, scheme, wl, flows, exp):
     for t in ss_timers:
         t.daemon = True
         t.start()
-    subflows = None
+    # MPTCP: every host's connections and their subflows (testbed/counters.py
+    # mptcp_sample: per connection the TCP subflows, fully established or
+    # not, and the bytes over each), once at the end of the warm-up, just
+    # before the measured interval, and once in its last second
+    mptcp_samples = []
+    mptcp_timers = []
     if mptcp and flows:
-        # MPTCP's own count: `ss -M -i` gives each MPTCP connection's
-        # mptcp_info, whose "subflows" are the subflows beside the first.
-        # Sampled once a second until the last flow started ends; the
-        # largest of its connections (iperf3's control connection is an
-        # MPTCP connection too, with as many subflows).
-        f0, p0 = clients[-1]
-        subflows = 0
-        t_end = time.time() + omit + duration + 60
-        while p0.poll() is None and time.time() < t_end:
-            o = subprocess.run(["ss", "-N", fab.ns(f0["src"]), "-MniH", "state", "established",
-                                f"dport = :{f0['port']}"], capture_output=True, text=True).stdout or ""
-            subflows = max([subflows] + [int(n) + 1 for n in re.findall(r"\bsubflows:(\d+)", o)])
-            time.sleep(1.0)
-        print(f"mptcp: flow {f0['id']} ({f0['src']} -> {f0['dst']}) had up to {subflows} TCP subflows", flush=True)
+        for label, at in (("measured_start", max(0.5, omit - 1.0)), ("measured_end", omit + max(0.5, duration - 1.0))):
+            t = threading.Timer(at, lambda label=label, at=at: mptcp_samples.append(
+                counters.mptcp_sample(fab, flows, CPORT_BASE, at, label)))
+            t.daemon = True
+            t.start()
+            mptcp_timers.append(t)
     recs = []
     for f, p in clients:
         try:
@@ -536,9 +533,20 @@ def run_one(fab, scheme, wl, flows, exp):
             logf.close()
         rsamples = dict(sample_ms=sample_ms, fields=list(RSAMPLE_FIELDS), rows=rows)
     gro_capture = cap.stop() if cap else None
-    for t in ss_timers:
+    for t in ss_timers + mptcp_timers:
         t.cancel()
         t.join(60)
+    subflows = None
+    if mptcp_samples:
+        # the fewest fully established subflows of an elephant's data
+        # connection when the measured interval starts
+        mptcp_samples.sort(key=lambda x: x["at_s"])
+        sm = counters.mptcp_summary(mptcp_samples, fab.subflows)
+        subflows = sm[0]["min_established"]
+        for x in sm:
+            print(f"mptcp: {x['label']} ({x['at_s']:g} s): {x['connections']} data connections, "
+                  f"{x['min_established']}-{x['max_established']} fully established subflows of "
+                  f"{x['min_subflows']}-{x['max_subflows']}; short: {x['short'] or 'none'}", flush=True)
     host_counters = dict(counters.collect(fab), ss=sorted(ss_samples, key=lambda x: x["at"]))
     gate.close()
     fault_recs, fault_errors = faults.stop()
@@ -555,7 +563,7 @@ def run_one(fab, scheme, wl, flows, exp):
                   flush=True)
     tot, idle = t_cpu1[0] - t_cpu0[0], t_cpu1[1] - t_cpu0[1]
     return dict(scheme=scheme["name"], workload=wl["name"], duration_s=float(duration), flows=recs,
-                mptcp_subflows=subflows, faults=fault_recs, fault_errors=fault_errors,
+                mptcp_subflows=subflows, mptcp_conns=mptcp_samples or None, faults=fault_recs, fault_errors=fault_errors,
                 controller_events=list(fab.presto.events) if fab.presto else None,
                 controller_setup=dict(fab.presto.timing, **fab.vswitch.timing) if fab.presto else None,
                 flowcell_seed=(fab.flowcell_seed if fab.mode == "presto" and not fab.flowcell_seed_error

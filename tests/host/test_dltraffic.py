@@ -202,9 +202,10 @@ def test_fanin_sport_base_connects_leaf_k_from_base_plus_k(server):
             ss = subprocess.run(["ss", "-tnH", "state", "established", f"dport = :{server}"],
                                 capture_output=True, text=True).stdout
             seen = {int(l.split()[-2].rsplit(":", 1)[1]) for l in ss.splitlines() if l.strip()}
-            if len(seen) >= 3:
+            if len(seen) >= 3 or p.poll() is not None:
                 break
             time.sleep(0.05)
+        assert p.poll() is None, p.communicate()[1]
         assert seen == {base, base + 1, base + 2}, ss
     finally:
         p.kill()
