@@ -1,7 +1,9 @@
 """Presto's sender on the emulated fabric (testbed/presto.py) in the
 booted kernel, with the patched Open vSwitch (`make ovs`): one TCP flow's
 flowcells take distinct spanning trees (packets counted at the spines,
-flowcell IDs read from the source MACs at the receiver), the per-flow
+flowcell IDs read from the source MACs at the receiver), once a
+flowcell group has been used a later connection's flowcells cause no
+upcall (ovs-patches 0008; its own 5-tuple's upcalls counted), the per-flow
 baseline keeps a flow on one tree, a cut link is pruned by the controller
 and the flow goes on, and ovs-ofctl refuses a bad flowcell group."""
 import ipaddress
