@@ -1,10 +1,15 @@
 """Presto's sender on the emulated fabric (testbed/presto.py) in the
 booted kernel, with the patched Open vSwitch (`make ovs`): one TCP flow's
 flowcells take distinct spanning trees (packets counted at the spines,
-flowcell IDs read from the source MACs at the receiver), the per-flow
+flowcell IDs read from the source MACs at the receiver), once a
+flowcell group has been used a later connection's flowcells cause no
+upcall (ovs-patches 0008; its own 5-tuple's upcalls counted), the per-flow
 baseline keeps a flow on one tree, a cut link is pruned by the controller
 and the flow goes on, and ovs-ofctl refuses a bad flowcell group."""
+import ipaddress
+import json
 import os
+import re
 import socket
 import struct
 import subprocess
@@ -57,9 +62,10 @@ def spine_packets(fab):
     return {s: fab.link_stats(s)["l2"]["tx_packets"] for s in fab.switches if s.startswith("s")}
 
 
-def transfer(fab, nbytes, v6=False, src="h1", dst="h2", macs=None):
+def transfer(fab, nbytes, v6=False, src="h1", dst="h2", macs=None, conn=None):
     """send nbytes from src to dst over one connection; macs: collect the
-    source MACs of the frames dst's eth0 receives"""
+    source MACs of the frames dst's eth0 receives; conn: a list that gets
+    the connection's (client address, client port, server address, server port)"""
     with netns(fab.ns(dst)):
         ls = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
         raw = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003)) if macs is not None else None
@@ -99,6 +105,8 @@ def transfer(fab, nbytes, v6=False, src="h1", dst="h2", macs=None):
         c = socket.socket(socket.AF_INET6 if v6 else socket.AF_INET, socket.SOCK_STREAM)
     c.settimeout(60)
     c.connect((fab.ip(dst, v6), PORT))
+    if conn is not None:
+        conn.append(c.getsockname()[:2] + c.getpeername()[:2])
     buf = b"\0" * MB
     left = nbytes
     while left > 0:
@@ -131,6 +139,137 @@ def test_one_flows_flowcells_take_distinct_trees(plane, v6):
     # the flowcell ID rides in the source MAC's last two bytes
     ids = {m[4:6] for m in macs}
     assert len(ids) >= 4 * MB // 65536 // 2, (len(ids), len(macs))
+
+
+def dp_lookups(fab):
+    """the kernel datapath's (hit, missed) lookups: a miss is an upcall"""
+    out = fab.vswitch._run([fab.vswitch.prog["ovs-dpctl"], "show"], ns=True)
+    m = re.search(r"lookups: hit:(\d+) missed:(\d+)", out)
+    return int(m.group(1)), int(m.group(2))
+
+
+def slot_flows(fab):
+    """the datapath's recirculated flowcell-group flows: {recirc_id: {dp_hash
+    slots}}, and the dump (lines like "recirc_id(0x1),dp_hash(0x5/0xf),...")"""
+    out = fab.vswitch._run([fab.vswitch.prog["ovs-dpctl"], "dump-flows"], ns=True)
+    by_recirc = {}
+    for line in out.splitlines():
+        r = re.search(r"recirc_id\((0x[0-9a-f]+)\)", line)
+        # ovs-dpctl prints a zero value as "0", others in hex
+        h = re.search(r"dp_hash\((0x[0-9a-f]+|0)/0xf\)", line)
+        if r and h and r.group(1) != "0":
+            by_recirc.setdefault(r.group(1), set()).add(int(h.group(1), 16) & 0xf)
+    return by_recirc, out
+
+
+def appctl(fab, *args):
+    """ovs-appctl to the fabric's ovs-vswitchd (found through OVS_RUNDIR)"""
+    return fab.vswitch._run([fab.vswitch.prog["ovs-appctl"], "-t", "ovs-vswitchd"] + list(args))
+
+
+# ovs-vswitchd's dpif module at level dbg logs every upcall it receives
+# (lib/dpif.c, dpif_print_packet): "...|dpif(handlerN)|DBG|system@ovs-system:
+# miss upcall:", then the packet's full datapath flow key on the next line
+UPCALL_RE = re.compile(r"\|dpif[^|\n]*\|DBG\|[^\n]*: (\w+) upcall:\n([^\n]*)\n")
+
+
+def upcalls(text):
+    """[(kind, endpoints, key)] of the upcalls logged in text; endpoints:
+    frozenset of the two (address, port) ends of a TCP packet, else None"""
+    out = []
+    for kind, key in UPCALL_RE.findall(text):
+        ip = re.search(r"ipv[46]\(src=([^,)]+),dst=([^,)]+)", key)
+        tcp = re.search(r"tcp\(src=(\d+),dst=(\d+)\)", key)
+        ends = None
+        if ip and tcp:
+            ends = frozenset({(ipaddress.ip_address(ip.group(1)), int(tcp.group(1))),
+                              (ipaddress.ip_address(ip.group(2)), int(tcp.group(2)))})
+        out.append((kind, ends, key))
+    return out
+
+
+def endpoints(conn):
+    ca, cp, sa, sp = conn
+    return frozenset({(ipaddress.ip_address(ca), cp), (ipaddress.ip_address(sa), sp)})
+
+
+def settled_log(path, quiet=0.5, limit=10.0):
+    """the log file's text once it has stopped growing for `quiet` seconds
+    (ovs-vswitchd writes its log asynchronously)"""
+    t0 = time.monotonic()
+    size = -1
+    while time.monotonic() - t0 < limit:
+        n = os.path.getsize(path)
+        if n == size:
+            break
+        size = n
+        time.sleep(quiet)
+    with open(path, errors="replace") as f:
+        return f.read()
+
+
+def test_later_flowcells_cause_no_upcall(plane):
+    # 2 trees, so each flowcell group maps 16 dp_hash slots; a flow's
+    # flowcells take consecutive slots.  ovs-patches 0008: the first miss
+    # of a group installs all 16 slot flows, so once a group has been used
+    # no later flowcell of any flow leaves the kernel.  Before it, each of
+    # a flow's first 16 flowcells missed.  What is counted: ovs-vswitchd's
+    # upcalls of the connection's own 5-tuple (IPv4 and IPv6), from its
+    # dpif debug log; the datapath's global miss counter also counts ARP,
+    # IPv6 ND/MLD and other packets that no flow of the test matches.
+    fab = plane("presto")
+    vs = fab.vswitch
+    log = os.path.join(vs.dir, "ovs-vswitchd.log")
+    # keep idle datapath flows for the test's length
+    vs.vsctl("set", "Open_vSwitch", ".", "other_config:max-idle=600000")
+    appctl(fab, "vlog/set", "dpif:file:dbg")
+    appctl(fab, "vlog/disable-rate-limit", "dpif")
+    # start from an empty datapath (flows and their ukeys): the warm-up's
+    # first packets must miss, which shows the log catches upcalls
+    appctl(fab, "revalidator/purge")
+    start = len(settled_log(log))
+    # warm-up: a connection of 160 KB each way per family, flowcells 0-2 on
+    # both trees, so both bridges have seen both of the other host's
+    # shadow MACs (the flows that restore the real MAC match them) and
+    # every group has had its first miss
+    warm = []
+    for v6 in (False, True):
+        for src, dst in (("h1", "h2"), ("h2", "h1")):
+            conn = []
+            assert transfer(fab, 160 * 1024, v6=v6, src=src, dst=dst, conn=conn) == 160 * 1024
+            warm.append(endpoints(conn[0]))
+    by_recirc, dump = slot_flows(fab)
+    text = settled_log(log)
+    mid = len(text)
+    warm_up = [u for u in upcalls(text[start:]) if u[1] in warm]
+    hit1, miss1 = dp_lookups(fab)
+    # then one connection of 2 MB per family (32 flowcells: all 16 slots,
+    # twice), h1 -> h2: its data through h2's group at b1, its ACKs
+    # through h1's group at b2
+    main = []
+    for v6 in (False, True):
+        conn = []
+        assert transfer(fab, 2 * MB, v6=v6, conn=conn) == 2 * MB
+        main.append(endpoints(conn[0]))
+    time.sleep(0.5)
+    text = settled_log(log)
+    hit2, miss2 = dp_lookups(fab)
+    later = upcalls(text[mid:])
+    mine = [u for u in later if u[1] in main]
+    other = [u for u in later if u[1] not in main]
+    with open(os.path.join(os.environ.get("DCNET_OUT", "/tmp"), "presto-upcalls.jsonl"), "a") as f:
+        f.write(json.dumps(dict(warm_up_upcalls=len(warm_up), connection_upcalls=len(mine),
+                                other_upcalls=len(other), dp_missed=miss2 - miss1,
+                                dp_hit=hit2 - hit1, other_keys=[u[2] for u in other][:20],
+                                connection_keys=[u[2] for u in mine][:40])) + "\n")
+    # the log shows upcalls: the warm-up's first packets missed
+    assert warm_up, (start, mid, text[start:mid][-3000:])
+    # no packet of the 2 MB connections, either direction, went up to
+    # ovs-vswitchd (packets of other kinds may: listed on failure)
+    assert not mine, (len(mine), [u[2] for u in mine][:20], "other:", [u[2] for u in other])
+    # why: after the warm-up every group used had all 16 slot flows
+    assert by_recirc and all(v == set(range(16)) for v in by_recirc.values()), (by_recirc, dump)
+    assert hit2 - hit1 > 2 * (2 * MB // 65536), (hit1, hit2)
 
 
 def test_per_flow_hash_keeps_a_flow_on_one_tree(plane):
