@@ -208,7 +208,7 @@ say "ssh into all $N namespaces works ($(( $(date +%s) - T0 )) s)"
 	for i in $(seq 1 "$N"); do
 		if [ "$MODE" = mptcp ]; then
 			echo "        h$i: {ansible_host: $NET.$i, dcnet_ip: $NET.$i, dcnet_ip6: \"fd77::$i\"," \
-				"dcnet_mptcp_endpoints: [\"10.78.0.$i dev eth0 subflow\"]}"
+				"dcnet_mptcp_endpoints: [\"10.78.0.$i subflow\"]}"
 		else
 			echo "        h$i: {ansible_host: $NET.$i, dcnet_ip: $NET.$i, dcnet_ip6: \"fd77::$i\"}"
 		fi
@@ -321,7 +321,8 @@ MPTCP_MIB=
 if [ "$MODE" = mptcp ]; then
 	for i in $(seq 1 "$N"); do
 		MPTCP_MIB="$MPTCP_MIB h$i=$(ip netns exec "dcp$i" nstat -az MPTcpExtMPCapableSYNRX MPTcpExtMPJoinSynRx |
-			awk '/^MPTcp/ {printf "%s%s", sep, $2; sep=","}')"
+			awk '/^MPTcp/ {printf "%s%s", sep, $2; sep=","}'),$(ip -n "dcp$i" rule show pref 100 |
+			grep -c "from 10.78.0.$i ipproto tcp dport 20000-65534 unreachable")"
 	done
 fi
 "$VENV/bin/python" - "$OUT/selftest" "$N" "$rc" "$((T2 - T0))" "$ROOT" "$MODE" "$MPTCP_MIB" <<'EOF' || exit 1
@@ -370,9 +371,11 @@ for h in hosts:
     if mode == "mptcp":
         if sc.get("net.mptcp.enabled") != "1":
             bad.append(f"{h}: net.mptcp.enabled {sc.get('net.mptcp.enabled')}")
-        capable, joins = (int(x) for x in mib.get(h, "0,0").split(","))
+        capable, joins, rule = (int(x) for x in mib.get(h, "0,0,0").split(","))
         if capable < 1:
             bad.append(f"{h}: accepted no MPTCP connection (MPCapableSYNRX {capable})")
+        if rule != 1:
+            bad.append(f"{h}: {rule} rules making its endpoint's server-side joins unreachable, not 1")
 if meta.get("kernel") != os.uname().release:
     bad.append(f"kernel {meta.get('kernel')} != {os.uname().release}")
 tputs = [f["tput_bps"] / 1e6 for f in flows if f["id"] not in sized] or [0]
@@ -391,6 +394,6 @@ print(f"selftest: PASS: {n} hosts over ssh, {mode}, {len(flows)} flows, "
       + (f"{len(fcts)} mice, FCT {fcts[0]:.1f}-{fcts[-1]:.1f} ms, " if fcts else "")
       + f"htb on {len(ports)} ports, "
       f"kernel {meta['kernel']}, {note}, "
-      + (f"MPTCP accepted,joined {' '.join(f'{h}={v}' for h, v in mib.items())}, " if mode == "mptcp" else "")
+      + (f"MPTCP accepted,joined,rule {' '.join(f'{h}={v}' for h, v in mib.items())}, " if mode == "mptcp" else "")
       + f"{secs} s; raw.json: {os.path.join(run_dir, 'raw.json')}")
 EOF
