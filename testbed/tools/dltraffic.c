@@ -132,7 +132,9 @@ struct cfg {
 	u64 every_us;
 	bool have_every;
 	u64 count;
-	u64 sport_base;				/* sched: 0, or line k's source port */
+	/* 0: the kernel picks; else the schedule's k-th flow and fanin's
+	 * k-th leaf (k from 0) leave from source port sport_base + k */
+	u64 sport_base;
 };
 
 /* ---------------------------------------------------------------- util */
