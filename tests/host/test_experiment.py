@@ -134,6 +134,7 @@ def fault(**kw):
 def clos_only():
     exp = base()
     exp["schemes"] = [s for s in exp["schemes"] if "topology" not in s]
+    exp["duration_s"] = 10  # the fault cases below are timed against 10 s
     return exp
 
 
