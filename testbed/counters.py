@@ -224,7 +224,7 @@ def flowcell(fab):
                        capture_output=True, text=True, timeout=60, env=fab.vswitch.env)
     text = p.stdout
     d = {k: int(v) for k, v in re.findall(r"\b(flows|limit|packets|bytes|cells|evictions|expired|"
-                                          r"alloc_fails|fallbacks|seed):(\d+)", text)}
+                                          r"alloc_fails|fallbacks|seed|gap|gap_cells):(\d+)", text)}
     lines = [x.strip() for x in text.splitlines() if "flowcell" in x or "cells:" in x]
     # the datapath's flow-table lookups: "missed" went to ovs-vswitchd
     # (an upcall), "lost" were dropped on the way

@@ -190,6 +190,10 @@ def _cross_problems(exp):
             out.append((f"schemes[{i}].name", f"{sc['name']!r} is also schemes[{seen[sc['name']]}]'s name"))
         seen.setdefault(sc["name"], i)
     for i, sc in enumerate(exp["schemes"]):
+        if sc.get("flowlet_gap_us") and sc.get("mode", "ecmp") != "presto":
+            out.append((f"schemes[{i}].flowlet_gap_us", "flowlets run on Presto's datapath: it needs"
+                                                        f" \"mode\": \"presto\", not {sc.get('mode', 'ecmp')!r}"))
+    for i, sc in enumerate(exp["schemes"]):
         b = sc.get("cpu_baseline")
         if b is not None and (b not in seen or b == sc["name"]):
             out.append((f"schemes[{i}].cpu_baseline", f"{b!r} is not another scheme of this experiment"))

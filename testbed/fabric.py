@@ -207,7 +207,8 @@ class Host:
 class Fabric:
     def __init__(self, topo, mode="ecmp", prefix="tb", subflows=8, hash_seed=None,
                  hash_fields=None,
-                 flowcell_bytes=None, presto_gro=False, flowcell_seed=None, presto_gro_knobs=None):
+                 flowcell_bytes=None, presto_gro=False, flowcell_seed=None, presto_gro_knobs=None,
+                 flowlet_gap_us=None):
         from presto import VSWITCH_MODES, FLOWCELL_BYTES
         if mode not in ("ecmp", "scatter", "mptcp", "l2") + VSWITCH_MODES:
             raise ValueError(f"mode {mode!r}: ecmp, scatter, mptcp, l2, presto or l2ecmp")
@@ -217,6 +218,11 @@ class Fabric:
         # the datapath's flowcell seed (None: not set, random starts)
         self.flowcell_seed = flowcell_seed
         self.flowcell_seed_error = None
+        # mode presto: flowlet switching with this inactivity gap (us)
+        # instead of flowcells (None or 0: flowcells)
+        if flowlet_gap_us and mode != "presto":
+            raise ValueError(f"flowlet_gap_us needs mode presto, not {mode!r}")
+        self.flowlet_gap_us = flowlet_gap_us or None
         self.vswitch = self.presto = None
         self.rates = {}             # frozenset({a, b}) -> Mbit/s set by degrade_link()
         self.topo, self.mode, self.prefix, self.subflows = topo, mode, prefix, subflows
@@ -576,6 +582,8 @@ class Fabric:
         self.vswitch.add_bridges([h.index for h in self.hosts.values()])
         if self.flowcell_seed is not None and self.mode == "presto":
             self.flowcell_seed_error = self.vswitch.set_flowcell_seed(self.flowcell_seed)
+        if self.flowlet_gap_us:
+            self.vswitch.set_flowlet_gap(self.flowlet_gap_us)
         self.presto = PrestoController(self, self.vswitch,
                                        method="flowcell" if self.mode == "presto" else "hash",
                                        flowcell_bytes=self.flowcell_bytes)

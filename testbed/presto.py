@@ -197,6 +197,17 @@ class VSwitch:
         self.timing["flowcell_seed_s"] = time.monotonic() - t0
         return err
 
+    def set_flowlet_gap(self, gap_us):
+        """flowlet switching instead of flowcells (ovs-patches 0009,
+        OVS_FLOWCELL_ATTR_GAP_US): the flowcell size is ignored and a flow
+        moves to its next flowcell (the group's next bucket, i.e. tree) when
+        its previous data packet is more than gap_us old; 0 is flowcells.
+        Raises RuntimeError when the kernel or OVS cannot: a run labelled
+        flowlets must not silently measure flowcells."""
+        t0 = time.monotonic()
+        self._run([self.prog["ovs-dpctl"], "set-flowcell", "ovs-system", f"gap={int(gap_us)}"], ns=True)
+        self.timing["flowlet_gap_s"] = time.monotonic() - t0
+
     def stop(self):
         for name in ("ovs-vswitchd", "ovsdb-server"):
             pidfile = f"{self.dir}/{name}.pid"

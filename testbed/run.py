@@ -568,6 +568,7 @@ def run_one(fab, scheme, wl, flows, exp):
                 controller_setup=dict(fab.presto.timing, **fab.vswitch.timing) if fab.presto else None,
                 flowcell_seed=(fab.flowcell_seed if fab.mode == "presto" and not fab.flowcell_seed_error
                                else None),
+                flowlet_gap_us=getattr(fab, "flowlet_gap_us", None),
                 ports=fab.port_counters(), rtt_us=rtt, host_counters=host_counters,
                 gro_capture=gro_capture, oldi_trees=oldi or None, rsamples=rsamples,
                 cpu_jiffies=dict({k: j_cpu1[k] - j_cpu0[k] for k in j_cpu0 if k != "ncpu"}, ncpu=j_cpu1["ncpu"]),
@@ -718,6 +719,8 @@ def guest_main(a):
             fab = Fabric(topo, mode=scheme.get("mode", "ecmp"), subflows=scheme.get("subflows", 8),
                          hash_seed=exp.get("hash_seed", HASH_SEED), flowcell_bytes=scheme.get("flowcell_bytes"),
                          hash_fields=exp.get("hash_fields"),
+                         **({"flowlet_gap_us": scheme["flowlet_gap_us"]}
+                            if scheme.get("flowlet_gap_us") else {}),
                          **({"presto_gro": True} if scheme.get("presto_gro") else {}),
                          **({"presto_gro_knobs": scheme["presto_gro_knobs"]}
                             if scheme.get("presto_gro_knobs") else {}),

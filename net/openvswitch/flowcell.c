@@ -17,6 +17,7 @@
 #include <linux/skbuff.h>
 #include <linux/slab.h>
 #include <linux/tcp.h>
+#include <linux/timekeeping.h>
 #include <net/ipv6.h>
 #include <net/netlink.h>
 
@@ -122,7 +123,7 @@ EXPORT_SYMBOL_IF_KUNIT(ovs_flowcell_start);
 VISIBLE_IF_KUNIT struct ovs_flowcell_flow *
 ovs_flowcell_find(struct ovs_flowcell_table *t,
 		  const struct ovs_flowcell_key *key, unsigned long now,
-		  gfp_t gfp, bool *created)
+		  u64 now_ns, gfp_t gfp, bool *created)
 {
 	struct hlist_head *head = ovs_flowcell_bucket(t, key);
 	struct ovs_flowcell_flow *f;
@@ -167,6 +168,7 @@ restart:
 	f->cell = 0;
 	f->bytes = 0;
 	f->last_used = now;
+	f->last_ns = now_ns;
 	list_move(&f->lru, &t->lru);
 	*created = true;
 	return f;
@@ -353,8 +355,9 @@ bool ovs_flowcell_execute(struct datapath *dp, struct sk_buff *skb,
 	struct ovs_flowcell_table *t = dp->flowcell;
 	struct ovs_flowcell_flow *f;
 	struct ovs_flowcell_key fk;
-	bool created;
+	bool created, next;
 	u32 len, hash;
+	u64 now_ns;
 	u16 id;
 
 	len = ovs_key_mac_proto(key) == MAC_PROTO_ETHERNET ?
@@ -366,14 +369,20 @@ bool ovs_flowcell_execute(struct datapath *dp, struct sk_buff *skb,
 		return false;
 	}
 	ovs_flowcell_key_from(&fk, key);
-	f = ovs_flowcell_find(t, &fk, jiffies, GFP_ATOMIC, &created);
+	now_ns = ktime_get_ns();
+	f = ovs_flowcell_find(t, &fk, jiffies, now_ns, GFP_ATOMIC, &created);
 	if (!f) {
 		t->stats.fallbacks++;
 		spin_unlock_bh(&t->lock);
 		return false;
 	}
-	if (ovs_flowcell_advance(f, len, ovs_flowcell_size(basis)) || created)
+	/* A new flow's first packet starts flowcell 0 (its last_ns is now). */
+	next = ovs_flowcell_decide(f, len, ovs_flowcell_size(basis), now_ns,
+				   t->gap_ns);
+	if (next || created)
 		t->stats.cells++;
+	if (next && t->gap_ns)
+		t->stats.gap_cells++;
 	t->stats.packets++;
 	t->stats.bytes += len;
 	hash = ovs_flowcell_hash(f);
@@ -394,15 +403,15 @@ bool ovs_flowcell_execute(struct datapath *dp, struct sk_buff *skb,
 size_t ovs_flowcell_msg_size(void)
 {
 	return nla_total_size(0) +			/* the nest */
-	       3 * nla_total_size(sizeof(u32)) +	/* limit, idle, seed */
-	       8 * nla_total_size_64bit(sizeof(u64));	/* the counters */
+	       4 * nla_total_size(sizeof(u32)) +	/* limit, idle, seed, gap */
+	       9 * nla_total_size_64bit(sizeof(u64));	/* the counters */
 }
 
 int ovs_flowcell_fill(struct datapath *dp, struct sk_buff *skb)
 {
 	struct ovs_flowcell_table *t = dp->flowcell;
 	struct ovs_flowcell_stats s;
-	u32 limit, idle_msecs, seed;
+	u32 limit, idle_msecs, seed, gap_us;
 	struct nlattr *nest;
 	u64 flows;
 
@@ -412,6 +421,7 @@ int ovs_flowcell_fill(struct datapath *dp, struct sk_buff *skb)
 	limit = t->limit;
 	idle_msecs = t->idle_msecs;
 	seed = t->start_seed;
+	gap_us = t->gap_us;
 	spin_unlock_bh(&t->lock);
 
 	nest = nla_nest_start_noflag(skb, OVS_DP_ATTR_FLOWCELL);
@@ -420,6 +430,7 @@ int ovs_flowcell_fill(struct datapath *dp, struct sk_buff *skb)
 	if (nla_put_u32(skb, OVS_FLOWCELL_ATTR_LIMIT, limit) ||
 	    nla_put_u32(skb, OVS_FLOWCELL_ATTR_IDLE_MSECS, idle_msecs) ||
 	    nla_put_u32(skb, OVS_FLOWCELL_ATTR_SEED, seed) ||
+	    nla_put_u32(skb, OVS_FLOWCELL_ATTR_GAP_US, gap_us) ||
 	    nla_put_u64_64bit(skb, OVS_FLOWCELL_ATTR_FLOWS, flows,
 			      OVS_FLOWCELL_ATTR_PAD) ||
 	    nla_put_u64_64bit(skb, OVS_FLOWCELL_ATTR_PACKETS, s.packets,
@@ -435,6 +446,8 @@ int ovs_flowcell_fill(struct datapath *dp, struct sk_buff *skb)
 	    nla_put_u64_64bit(skb, OVS_FLOWCELL_ATTR_ALLOC_FAILS, s.alloc_fails,
 			      OVS_FLOWCELL_ATTR_PAD) ||
 	    nla_put_u64_64bit(skb, OVS_FLOWCELL_ATTR_FALLBACKS, s.fallbacks,
+			      OVS_FLOWCELL_ATTR_PAD) ||
+	    nla_put_u64_64bit(skb, OVS_FLOWCELL_ATTR_GAP_CELLS, s.gap_cells,
 			      OVS_FLOWCELL_ATTR_PAD)) {
 		nla_nest_cancel(skb, nest);
 		return -EMSGSIZE;
@@ -456,6 +469,11 @@ static const struct netlink_range_validation ovs_flowcell_idle_range = {
 	.max = OVS_FLOWCELL_IDLE_MSECS_MAX,
 };
 
+static const struct netlink_range_validation ovs_flowcell_gap_range = {
+	.min = 0,
+	.max = OVS_FLOWCELL_GAP_US_MAX,
+};
+
 static const struct nla_policy ovs_flowcell_policy[OVS_FLOWCELL_ATTR_MAX + 1] = {
 	[OVS_FLOWCELL_ATTR_PAD] = OVS_FLOWCELL_READ_ONLY,
 	[OVS_FLOWCELL_ATTR_LIMIT] =
@@ -471,6 +489,9 @@ static const struct nla_policy ovs_flowcell_policy[OVS_FLOWCELL_ATTR_MAX + 1] = 
 	[OVS_FLOWCELL_ATTR_ALLOC_FAILS] = OVS_FLOWCELL_READ_ONLY,
 	[OVS_FLOWCELL_ATTR_FALLBACKS] = OVS_FLOWCELL_READ_ONLY,
 	[OVS_FLOWCELL_ATTR_SEED] = { .type = NLA_U32 },
+	[OVS_FLOWCELL_ATTR_GAP_US] =
+		NLA_POLICY_FULL_RANGE(NLA_U32, &ovs_flowcell_gap_range),
+	[OVS_FLOWCELL_ATTR_GAP_CELLS] = OVS_FLOWCELL_READ_ONLY,
 };
 
 /* OVS_DP_ATTR_FLOWCELL in OVS_DP_CMD_NEW and OVS_DP_CMD_SET: validated
@@ -500,6 +521,10 @@ int ovs_flowcell_set(struct datapath *dp, const struct nlattr *attr,
 	ovs_flowcell_set_limits(t, limit, idle_msecs);
 	if (tb[OVS_FLOWCELL_ATTR_SEED])
 		t->start_seed = nla_get_u32(tb[OVS_FLOWCELL_ATTR_SEED]);
+	if (tb[OVS_FLOWCELL_ATTR_GAP_US]) {
+		t->gap_us = nla_get_u32(tb[OVS_FLOWCELL_ATTR_GAP_US]);
+		t->gap_ns = ovs_flowcell_gap_ns(t->gap_us);
+	}
 	spin_unlock_bh(&t->lock);
 	return 0;
 }

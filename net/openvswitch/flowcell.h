@@ -10,6 +10,11 @@
  * flowcell.  The state lives in a bounded table per datapath: a hash of
  * flows and an LRU list under one spinlock, a limit with LRU eviction and
  * an idle timeout enforced by a delayed work.
+ *
+ * Flowlet mode (OVS_FLOWCELL_ATTR_GAP_US set): the flowcell size is
+ * ignored and a flow starts its next flowcell (a flowlet) when its previous
+ * data packet is more than the gap old, the flowlet switching baseline of
+ * the Presto paper (Sec. 5, Fig. 13).
  */
 
 #ifndef OVS_FLOWCELL_H
@@ -21,6 +26,7 @@
 #include <linux/minmax.h>
 #include <linux/netlink.h>
 #include <linux/spinlock.h>
+#include <linux/time64.h>
 #include <linux/types.h>
 #include <linux/workqueue.h>
 #include <uapi/linux/openvswitch.h>
@@ -50,6 +56,7 @@ struct ovs_flowcell_flow {
 	struct list_head lru;		/* table->lru, most recent first */
 	struct ovs_flowcell_key key;
 	unsigned long last_used;	/* jiffies of the last data packet */
+	u64 last_ns;			/* ktime_get_ns() of the same */
 	u32 start;			/* drawn when the flow is new */
 	u32 cell;			/* flowcell ID */
 	u32 bytes;			/* payload bytes in the current flowcell */
@@ -63,6 +70,7 @@ struct ovs_flowcell_stats {
 	u64 expired;
 	u64 alloc_fails;
 	u64 fallbacks;
+	u64 gap_cells;			/* flowlets started by the gap */
 };
 
 #define OVS_FLOWCELL_BUCKETS	2048
@@ -78,6 +86,8 @@ struct ovs_flowcell_table {
 	unsigned long idle;		/* idle_msecs in jiffies */
 	u32 seed;			/* of the buckets' hash */
 	u32 start_seed;			/* 0: random starts, else hashed */
+	u32 gap_us;			/* 0: flowcells, else flowlets */
+	u64 gap_ns;			/* gap_us in nanoseconds */
 	bool dying;			/* the datapath is going away */
 	struct ovs_flowcell_stats stats;
 	struct delayed_work gc;
@@ -114,6 +124,48 @@ static inline bool ovs_flowcell_advance(struct ovs_flowcell_flow *f, u32 len,
 	return next;
 }
 
+static inline u64 ovs_flowcell_gap_ns(u32 gap_us)
+{
+	return (u64)gap_us * NSEC_PER_USEC;
+}
+
+/* Flowlet mode: accounts a packet of @len payload bytes sent at @now
+ * (nanoseconds) to @f.  Returns true when the packet starts a new flowcell
+ * (a flowlet): the flow's previous data packet, at @f->last_ns, is more than
+ * @gap_ns old.  A packet exactly @gap_ns after the previous one continues
+ * the flowlet.  The byte count is kept (it is the flowlet's size so far) but
+ * never ends a flowlet.  The difference is taken modulo 2^64 and read as
+ * signed, so a clock that wraps still works and a packet stamped slightly
+ * before the previous one (another CPU) continues the flowlet.
+ */
+static inline bool ovs_flowcell_gap_advance(struct ovs_flowcell_flow *f,
+					    u32 len, u64 now, u64 gap_ns)
+{
+	bool next = (s64)(now - f->last_ns) > (s64)gap_ns;
+
+	f->last_ns = now;
+	if (next) {
+		f->cell++;
+		f->bytes = 0;
+	}
+	f->bytes = min_t(u64, (u64)f->bytes + len, U32_MAX);
+	return next;
+}
+
+/* The decision for one packet: by bytes (@gap_ns 0, the flowcells of the
+ * paper) or by the inactivity gap (flowlets).  @f->last_ns is kept up to
+ * date in both modes, so a gap set on a running datapath applies to the
+ * next packet of each flow.
+ */
+static inline bool ovs_flowcell_decide(struct ovs_flowcell_flow *f, u32 len,
+				       u32 size, u64 now, u64 gap_ns)
+{
+	if (gap_ns)
+		return ovs_flowcell_gap_advance(f, len, now, gap_ns);
+	f->last_ns = now;
+	return ovs_flowcell_advance(f, len, size);
+}
+
 /* Never 0; consecutive flowcells take consecutive values (modulo 2^31). */
 static inline u32 ovs_flowcell_hash(const struct ovs_flowcell_flow *f)
 {
@@ -134,8 +186,8 @@ struct ovs_flowcell_table *ovs_flowcell_table_alloc(u32 limit, u32 idle_msecs);
 void ovs_flowcell_table_free(struct ovs_flowcell_table *t);
 struct ovs_flowcell_flow *ovs_flowcell_find(struct ovs_flowcell_table *t,
 					    const struct ovs_flowcell_key *key,
-					    unsigned long now, gfp_t gfp,
-					    bool *created);
+					    unsigned long now, u64 now_ns,
+					    gfp_t gfp, bool *created);
 unsigned int ovs_flowcell_expire(struct ovs_flowcell_table *t,
 				 unsigned long now, unsigned int budget);
 void ovs_flowcell_set_limits(struct ovs_flowcell_table *t, u32 limit,

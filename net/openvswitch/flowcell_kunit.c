@@ -3,7 +3,8 @@
  * (flowcell.c): the flowcell decision (boundaries, a packet at or past the
  * size, packets larger than a flowcell, the 16-bit ID wrap, consecutive
  * hashes), the per-flow table (random start, LRU eviction at the limit,
- * idle expiry, a lowered limit) and the payload length of a packet.
+ * idle expiry, a lowered limit), the payload length of a packet and the
+ * flowlet gap (below, at and above the gap, a wrapping clock, gap 0).
  */
 
 #include <kunit/test.h>
@@ -178,7 +179,7 @@ static struct ovs_flowcell_flow *find(struct ovs_flowcell_table *t, u32 n,
 
 	key_of(&k, n);
 	spin_lock_bh(&t->lock);
-	f = ovs_flowcell_find(t, &k, now, GFP_ATOMIC, created);
+	f = ovs_flowcell_find(t, &k, now, 0, GFP_ATOMIC, created);
 	spin_unlock_bh(&t->lock);
 	return f;
 }
@@ -475,6 +476,142 @@ static void flowcell_payload_test(struct kunit *test)
 	kfree_skb(skb);
 }
 
+#define GAP	(100ULL * NSEC_PER_USEC)
+
+/* Flowlets: a packet less than or exactly the gap after the previous one
+ * continues the flowlet, one a nanosecond more starts the next; each
+ * packet restarts the clock.
+ */
+static void flowcell_gap_boundary_test(struct kunit *test)
+{
+	struct ovs_flowcell_flow f = { .start = 7, .last_ns = 1000000 };
+	u64 t = 1000000;
+
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_gap_ns(100), GAP);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_gap_ns(OVS_FLOWCELL_GAP_US_MAX),
+			10ULL * NSEC_PER_SEC);
+	t += GAP - 1;				/* below */
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(&f, 1448, SZ, t, GAP));
+	KUNIT_EXPECT_EQ(test, f.cell, 0U);
+	KUNIT_EXPECT_EQ(test, f.last_ns, t);
+	t += GAP;				/* at */
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(&f, 1448, SZ, t, GAP));
+	KUNIT_EXPECT_EQ(test, f.cell, 0U);
+	KUNIT_EXPECT_EQ(test, f.bytes, 2 * 1448U);
+	t += GAP + 1;				/* above */
+	KUNIT_EXPECT_TRUE(test, ovs_flowcell_decide(&f, 1448, SZ, t, GAP));
+	KUNIT_EXPECT_EQ(test, f.cell, 1U);
+	KUNIT_EXPECT_EQ(test, f.bytes, 1448U);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_hash(&f), (7U + 1) | BIT(31));
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_id(&f), 1);
+	t += 10 * NSEC_PER_SEC;			/* far above */
+	KUNIT_EXPECT_TRUE(test, ovs_flowcell_decide(&f, 1448, SZ, t, GAP));
+	KUNIT_EXPECT_EQ(test, f.cell, 2U);
+	/* Many packets within the gap: one flowlet, however long. */
+	t += GAP;
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(&f, 1448, SZ, t, GAP));
+	KUNIT_EXPECT_EQ(test, f.cell, 2U);
+}
+
+/* The flowcell size does not end a flowlet: 100 MB in 64 KB TSO skbs
+ * 10 us apart stay in flowlet 0 (the byte count saturates).
+ */
+static void flowcell_gap_ignores_size_test(struct kunit *test)
+{
+	struct ovs_flowcell_flow f = {};
+	u64 t = 0;
+	int i;
+
+	for (i = 0; i < 1600; i++) {
+		t += 10 * NSEC_PER_USEC;
+		KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(&f, SZ, SZ, t,
+							     GAP));
+	}
+	KUNIT_EXPECT_EQ(test, f.cell, 0U);
+	KUNIT_EXPECT_EQ(test, f.bytes, 1600 * SZ);
+	f.bytes = U32_MAX - 10;
+	t += 10 * NSEC_PER_USEC;
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(&f, SZ, SZ, t, GAP));
+	KUNIT_EXPECT_EQ(test, f.bytes, U32_MAX);
+	KUNIT_EXPECT_EQ(test, f.cell, 0U);
+}
+
+/* The clock difference is taken modulo 2^64: across a wrap a short pause
+ * continues the flowlet and a long one starts the next.  A stamp slightly
+ * before the previous one (read on another CPU) continues it.  The
+ * flowlet ID wraps at 16 bits like a flowcell's.
+ */
+static void flowcell_gap_wrap_test(struct kunit *test)
+{
+	struct ovs_flowcell_flow f = { .last_ns = U64_MAX - 10,
+				       .cell = 0xffff };
+
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(&f, 1, SZ, 5, GAP));
+	KUNIT_EXPECT_EQ(test, f.cell, 0xffffU);
+	KUNIT_EXPECT_EQ(test, f.last_ns, 5ULL);
+	f.last_ns = U64_MAX - 10;
+	KUNIT_EXPECT_TRUE(test, ovs_flowcell_decide(&f, 1, SZ, GAP, GAP));
+	KUNIT_EXPECT_EQ(test, f.cell, 0x10000U);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_id(&f), 0);
+	/* Backwards by a microsecond: no new flowlet. */
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(&f, 1, SZ,
+						     GAP - NSEC_PER_USEC,
+						     GAP));
+	KUNIT_EXPECT_EQ(test, f.cell, 0x10000U);
+}
+
+/* Gap 0 is the stock flowcell decision, whatever the time between
+ * packets: the same cells and bytes as ovs_flowcell_advance().
+ */
+static void flowcell_gap_off_test(struct kunit *test)
+{
+	struct ovs_flowcell_flow a = { .start = 3 }, b = { .start = 3 };
+	u64 t = 0;
+	int i;
+
+	for (i = 0; i < 100; i++) {
+		t += (i & 1) ? NSEC_PER_SEC : 1;
+		KUNIT_EXPECT_EQ(test, ovs_flowcell_decide(&a, 20000, SZ, t, 0),
+				ovs_flowcell_advance(&b, 20000, SZ));
+		KUNIT_EXPECT_EQ(test, a.cell, b.cell);
+		KUNIT_EXPECT_EQ(test, a.bytes, b.bytes);
+		KUNIT_EXPECT_EQ(test, a.last_ns, t);
+	}
+	/* 20000-byte packets: a new flowcell every fourth from the fifth. */
+	KUNIT_EXPECT_EQ(test, a.cell, 24U);
+}
+
+/* A new flow's state stamps its first packet's time, so that packet does
+ * not start a flowlet; a flow found again keeps its stamp for the decision.
+ */
+static void flowcell_gap_find_test(struct kunit *test)
+{
+	struct ovs_flowcell_table *t = table(test, 64, 1000);
+	struct ovs_flowcell_flow *f;
+	struct ovs_flowcell_key k;
+	unsigned long now = jiffies;
+	bool created;
+
+	key_of(&k, 0);
+	spin_lock_bh(&t->lock);
+	f = ovs_flowcell_find(t, &k, now, 5 * GAP, GFP_ATOMIC, &created);
+	spin_unlock_bh(&t->lock);
+	KUNIT_ASSERT_NOT_NULL(test, f);
+	KUNIT_EXPECT_TRUE(test, created);
+	KUNIT_EXPECT_EQ(test, f->last_ns, 5 * GAP);
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(f, 1448, SZ, 5 * GAP,
+						     GAP));
+	spin_lock_bh(&t->lock);
+	f = ovs_flowcell_find(t, &k, now, 7 * GAP, GFP_ATOMIC, &created);
+	spin_unlock_bh(&t->lock);
+	KUNIT_EXPECT_FALSE(test, created);
+	KUNIT_EXPECT_EQ(test, f->last_ns, 5 * GAP);
+	KUNIT_EXPECT_TRUE(test, ovs_flowcell_decide(f, 1448, SZ, 7 * GAP,
+						    GAP));
+	KUNIT_EXPECT_EQ(test, f->cell, 1U);
+	ovs_flowcell_table_free(t);
+}
+
 static struct kunit_case openvswitch_flowcell_cases[] = {
 	KUNIT_CASE(flowcell_size_test),
 	KUNIT_CASE(flowcell_exactly_at_size_test),
@@ -488,6 +625,11 @@ static struct kunit_case openvswitch_flowcell_cases[] = {
 	KUNIT_CASE(flowcell_idle_expiry_test),
 	KUNIT_CASE(flowcell_set_limits_test),
 	KUNIT_CASE(flowcell_payload_test),
+	KUNIT_CASE(flowcell_gap_boundary_test),
+	KUNIT_CASE(flowcell_gap_ignores_size_test),
+	KUNIT_CASE(flowcell_gap_wrap_test),
+	KUNIT_CASE(flowcell_gap_off_test),
+	KUNIT_CASE(flowcell_gap_find_test),
 	{}
 };
 

@@ -5,7 +5,10 @@ flowcell IDs read from the source MACs at the receiver), once a
 flowcell group has been used a later connection's flowcells cause no
 upcall (ovs-patches 0008; its own 5-tuple's upcalls counted), the per-flow
 baseline keeps a flow on one tree, a cut link is pruned by the controller
-and the flow goes on, and ovs-ofctl refuses a bad flowcell group."""
+and the flow goes on, ovs-ofctl refuses a bad flowcell group, and
+flowlet switching (the testbed's "flowlet_gap_us", ovs-dpctl set-flowcell
+gap=US) keeps a sending flow on one tree and moves it to the next tree
+after a pause longer than the gap."""
 import ipaddress
 import json
 import os
@@ -45,10 +48,11 @@ pytestmark = pytest.mark.skipif(not have_ovs() and not os.environ.get("DCNET_REQ
 def plane():
     made = []
 
-    def make(mode="presto", spines=2, **kw):
+    def make(mode="presto", spines=2, flowlet_gap_us=None, **kw):
         topo = Topology(kind="clos", spines=spines, leaves=2, hosts_per_leaf=1, link_mbit=100,
                         buffer_bytes=262144, **kw)
-        fab = Fabric(topo, mode=mode, prefix=f"tp{len(made)}")
+        fab = Fabric(topo, mode=mode, prefix=f"tp{len(made)}",
+                     **({"flowlet_gap_us": flowlet_gap_us} if flowlet_gap_us else {}))
         made.append(fab)
         return fab
 
@@ -62,10 +66,14 @@ def spine_packets(fab):
     return {s: fab.link_stats(s)["l2"]["tx_packets"] for s in fab.switches if s.startswith("s")}
 
 
-def transfer(fab, nbytes, v6=False, src="h1", dst="h2", macs=None, conn=None):
+def transfer(fab, nbytes, v6=False, src="h1", dst="h2", macs=None, conn=None, pause=None, data_macs=None):
     """send nbytes from src to dst over one connection; macs: collect the
     source MACs of the frames dst's eth0 receives; conn: a list that gets
-    the connection's (client address, client port, server address, server port)"""
+    the connection's (client address, client port, server address, server port);
+    pause: (bytes, seconds): after the first bytes are received, the sender
+    stays silent for that long; data_macs (with macs): collect the source
+    MACs of the TCP data frames dst receives (not its own outgoing frames,
+    not handshakes, ACKs or neighbour discovery)"""
     with netns(fab.ns(dst)):
         ls = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
         raw = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003)) if macs is not None else None
@@ -90,11 +98,13 @@ def transfer(fab, nbytes, v6=False, src="h1", dst="h2", macs=None, conn=None):
     def sniff():
         while not stop.is_set():
             try:
-                f = raw.recv(64)
+                f, addr = raw.recvfrom(80)
             except socket.timeout:
                 continue
             if len(f) >= 14 and struct.unpack("!H", f[12:14])[0] in (0x0800, 0x86dd):
                 macs.append(f[6:12])
+                if data_macs is not None and addr[2] != socket.PACKET_OUTGOING and is_tcp_data(f):
+                    data_macs.append(f[6:12])
 
     t = threading.Thread(target=sink)
     t.start()
@@ -109,6 +119,14 @@ def transfer(fab, nbytes, v6=False, src="h1", dst="h2", macs=None, conn=None):
         conn.append(c.getsockname()[:2] + c.getpeername()[:2])
     buf = b"\0" * MB
     left = nbytes
+    if pause:
+        first, secs = pause
+        while left > nbytes - first:
+            left -= c.send(buf[:min(left - (nbytes - first), MB)])
+        deadline = time.monotonic() + 60
+        while got[0] < first and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(secs)
     while left > 0:
         left -= c.send(buf[:min(left, MB)])
     c.shutdown(socket.SHUT_WR)
@@ -304,3 +322,75 @@ def test_ofctl_refuses_a_bad_flowcell_size(plane):
     # the group in place is untouched
     out = fab.vswitch.ofctl("dump-groups", "b1")
     assert "group_id=2," in out and "selection_method=flowcell" in out, out
+
+
+def flowcell_counters(fab):
+    out = fab.vswitch._run([fab.vswitch.prog["ovs-dpctl"], "show"], ns=True)
+    return {k: int(v) for k, v in re.findall(r"\b(cells|gap_cells|gap|packets):(\d+)", out)}, out
+
+
+def is_tcp_data(f):
+    """an Ethernet frame (its first 80 bytes) of TCP with payload"""
+    if f[12:14] == b"\x08\x00" and len(f) >= 34 and f[23] == 6:
+        ihl = (f[14] & 15) * 4
+        if len(f) >= 14 + ihl + 13:
+            doff = (f[14 + ihl + 12] >> 4) * 4
+            return struct.unpack("!H", f[16:18])[0] > ihl + doff
+    if f[12:14] == b"\x86\xdd" and len(f) >= 54 + 13 and f[20] == 6:
+        doff = (f[54 + 12] >> 4) * 4
+        return struct.unpack("!H", f[18:20])[0] > doff
+    return False
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_flowlets_stay_on_a_tree_until_a_pause(plane, v6):
+    """a presto fabric with flowlet_gap_us (500 ms): a flow that sends 2 MB
+    without pause stays in one flowlet, on one tree (Presto's flowcells
+    would take both: test_one_flows_flowcells_take_distinct_trees); after a
+    silence of 1.5 s its next 2 MB take the next tree"""
+    fab = plane("presto", flowlet_gap_us=500000)
+    c, out = flowcell_counters(fab)
+    assert c.get("gap") == 500000, out
+    before = spine_packets(fab)
+    macs, data = [], []
+    assert transfer(fab, 4 * MB, v6=v6, macs=macs, pause=(2 * MB, 1.5), data_macs=data) == 4 * MB
+    after = spine_packets(fab)
+    sent = {s: after[s] - before[s] for s in after}
+    total = sum(sent.values())
+    assert total >= 4 * MB // 1500, sent
+    # two flowlets of 2 MB, one per tree
+    for n in sent.values():
+        assert 0.4 * total <= n <= 0.6 * total, sent
+    c, out = flowcell_counters(fab)
+    assert c["cells"] == 2 and c["gap_cells"] == 1, out
+    # the data frames carry flowlet IDs 0 and 1 only, in that order
+    # (skbs after the receiver's GRO: fewer than segments)
+    assert len(data) >= 100, len(data)
+    ids = [struct.unpack("!H", m[4:6])[0] for m in data]
+    assert set(ids) == {0, 1}, set(ids)
+    first1 = ids.index(1)
+    # (skb counts do not follow bytes after GRO: the spines show the halves)
+    assert first1 >= 10 and ids[first1:].count(0) <= 2, (first1, len(ids), ids[first1:].count(0))
+
+
+def test_dpctl_sets_shows_and_refuses_flowlet_gaps(plane):
+    fab = plane("presto")
+    dpctl = fab.vswitch.prog["ovs-dpctl"]
+    c, out = flowcell_counters(fab)
+    assert "gap" not in c, out
+    fab.vswitch._run([dpctl, "set-flowcell", "ovs-system", "gap=100"], ns=True)
+    c, out = flowcell_counters(fab)
+    assert c["gap"] == 100 and "gap:100us" in out, out
+    for bad in ("gap=x", "gap=-1", "gap=10000001", "gap="):
+        p = subprocess.run(presto_ns(fab) + [dpctl, "set-flowcell", "ovs-system", bad],
+                           capture_output=True, text=True, env=fab.vswitch.env)
+        assert p.returncode != 0 and "gap=USECS" in p.stderr, (bad, p)
+    assert flowcell_counters(fab)[0]["gap"] == 100
+    fab.vswitch._run([dpctl, "set-flowcell", "ovs-system", "gap=0"], ns=True)
+    c, out = flowcell_counters(fab)
+    assert "gap" not in c, out
+
+
+def presto_ns(fab):
+    from fabric import ns_exec
+    return ns_exec(fab.ns(presto.VS))

@@ -10,7 +10,10 @@ decision, the flowcell ID is in the low 16 bits of the source MAC; pure
 ACKs and UDP take the L4 hash, unmodified; the counters in
 OVS_DP_ATTR_FLOWCELL; the flow limit with LRU eviction; idle flows freed;
 seeded starts (OVS_FLOWCELL_ATTR_SEED) repeat across datapaths and restarts;
-bad sizes and malformed attributes refused (with an extack message).
+flowlets (OVS_FLOWCELL_ATTR_GAP_US): a flow sending without pause stays in
+one flowcell whatever its size, a pause longer than the gap moves it to the
+next hash value (the next path), gap 0 is the stock flowcells; bad sizes,
+bad gaps and malformed attributes refused (with an extack message).
 """
 import errno
 import os
@@ -42,14 +45,17 @@ OVS_DP_ATTR_FLOWCELL = 10
 (OVS_FLOWCELL_ATTR_PAD, OVS_FLOWCELL_ATTR_LIMIT, OVS_FLOWCELL_ATTR_IDLE_MSECS,
  OVS_FLOWCELL_ATTR_FLOWS, OVS_FLOWCELL_ATTR_PACKETS, OVS_FLOWCELL_ATTR_BYTES,
  OVS_FLOWCELL_ATTR_CELLS, OVS_FLOWCELL_ATTR_EVICTIONS, OVS_FLOWCELL_ATTR_EXPIRED,
- OVS_FLOWCELL_ATTR_ALLOC_FAILS, OVS_FLOWCELL_ATTR_FALLBACKS, OVS_FLOWCELL_ATTR_SEED) = range(1, 13)
+ OVS_FLOWCELL_ATTR_ALLOC_FAILS, OVS_FLOWCELL_ATTR_FALLBACKS, OVS_FLOWCELL_ATTR_SEED,
+ OVS_FLOWCELL_ATTR_GAP_US, OVS_FLOWCELL_ATTR_GAP_CELLS) = range(1, 15)
+OVS_FLOWCELL_GAP_US_MAX = 10000000
 FLOWCELL_NAMES = {
     OVS_FLOWCELL_ATTR_LIMIT: "limit", OVS_FLOWCELL_ATTR_IDLE_MSECS: "idle_msecs",
     OVS_FLOWCELL_ATTR_FLOWS: "flows", OVS_FLOWCELL_ATTR_PACKETS: "packets",
     OVS_FLOWCELL_ATTR_BYTES: "bytes", OVS_FLOWCELL_ATTR_CELLS: "cells",
     OVS_FLOWCELL_ATTR_EVICTIONS: "evictions", OVS_FLOWCELL_ATTR_EXPIRED: "expired",
     OVS_FLOWCELL_ATTR_ALLOC_FAILS: "alloc_fails", OVS_FLOWCELL_ATTR_FALLBACKS: "fallbacks",
-    OVS_FLOWCELL_ATTR_SEED: "seed",
+    OVS_FLOWCELL_ATTR_SEED: "seed", OVS_FLOWCELL_ATTR_GAP_US: "gap_us",
+    OVS_FLOWCELL_ATTR_GAP_CELLS: "gap_cells",
 }
 OVS_PACKET_CMD_ACTION, OVS_PACKET_CMD_EXECUTE = 2, 3
 OVS_PACKET_ATTR_PACKET, OVS_PACKET_ATTR_KEY, OVS_PACKET_ATTR_ACTIONS = 1, 2, 3
@@ -321,8 +327,13 @@ def test_bad_flowcell_sizes_are_refused(dp):
     (nla(OVS_FLOWCELL_ATTR_LIMIT, b"\1\0"), errno.EINVAL, ""),
     (nla(OVS_FLOWCELL_ATTR_FLOWS, struct.pack("=Q", 5)), errno.EINVAL, "Read-only"),
     (nla(OVS_FLOWCELL_ATTR_SEED, b"\1\0"), errno.EINVAL, ""),
-    (nla(OVS_FLOWCELL_ATTR_SEED + 1, b"\0\0\0\0"), errno.EINVAL, ""),
-], ids=["limit-0", "limit-too-big", "idle-too-short", "short-u32", "read-only", "short-seed", "unknown"])
+    (u32(OVS_FLOWCELL_ATTR_GAP_US, OVS_FLOWCELL_GAP_US_MAX + 1), errno.ERANGE, "out of range"),
+    (u32(OVS_FLOWCELL_ATTR_GAP_US, 0xffffffff), errno.ERANGE, "out of range"),
+    (nla(OVS_FLOWCELL_ATTR_GAP_US, b"\1\0"), errno.EINVAL, ""),
+    (nla(OVS_FLOWCELL_ATTR_GAP_CELLS, struct.pack("=Q", 5)), errno.EINVAL, "Read-only"),
+    (nla(OVS_FLOWCELL_ATTR_GAP_CELLS + 1, b"\0\0\0\0"), errno.EINVAL, ""),
+], ids=["limit-0", "limit-too-big", "idle-too-short", "short-u32", "read-only", "short-seed",
+        "gap-too-big", "gap-u32-max", "short-gap", "gap-cells-read-only", "unknown"])
 def test_malformed_attributes_are_refused(dp, body, err, message):
     before = dp.flowcell()
     with pytest.raises(NetlinkError) as e:
@@ -368,6 +379,75 @@ def test_seeded_starts_repeat(dp):
     assert [(h - seen[0]) & 0x7fffffff for h in seen] == [0] * 5 + [1] * 5 + [2] * 2
     dp.set_flowcell(u32(OVS_FLOWCELL_ATTR_SEED, 0))
     assert dp.flowcell()["seed"] == 0
+
+
+# The flowlet gap of the tests: far above the time between two executions
+# in the debug guest (milliseconds), far below the pauses they make.
+GAP_S = 0.3
+
+
+def timed_execute(dp, packet):
+    """(send time, return time, dp_hash, packet): the kernel stamped the
+    packet between the two"""
+    t0 = time.monotonic()
+    h, p = dp.execute(packet)
+    return t0, time.monotonic(), h, p
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_flowlets_follow_the_gap(dp, v6):
+    """With OVS_FLOWCELL_ATTR_GAP_US a flow that sends without pause stays
+    in its first flowcell, however many flowcell sizes it sends; after a
+    pause longer than the gap it moves to the next flowcell (hash + 1, the
+    next path of a select group, ID + 1 in the source MAC)."""
+    dp.set_flowcell(u32(OVS_FLOWCELL_ATTR_GAP_US, int(GAP_S * 1e6)))
+    fc = dp.flowcell()
+    assert fc["gap_us"] == int(GAP_S * 1e6) and fc["gap_cells"] == 0
+    # 24 packets of 1000 bytes: six 4096-byte flowcells' worth, no pause
+    seen = [timed_execute(dp, tcp_packet(v6)) for _ in range(24)]
+    # every interval the kernel can have seen is below the gap (else the
+    # guest stalled and the run proves nothing: fail, do not guess)
+    assert max(r1 - s0 for (s0, _, _, _), (_, r1, _, _) in zip(seen, seen[1:])) < GAP_S
+    assert [cell_of(p) for _, _, _, p in seen] == [0] * 24
+    h0 = seen[0][2]
+    assert all(h == h0 for _, _, h, _ in seen) and h0 & 0x80000000
+    fc = dp.flowcell()
+    assert fc["cells"] == 1 and fc["gap_cells"] == 0 and fc["packets"] == 24
+    # a pause longer than the gap: the next packet starts flowcell 1, the
+    # ones right after it stay there; a second pause, flowcell 2
+    time.sleep(GAP_S * 2)
+    after = [timed_execute(dp, tcp_packet(v6)) for _ in range(6)]
+    assert after[0][0] - seen[-1][1] > GAP_S
+    assert [cell_of(p) for _, _, _, p in after] == [1] * 6
+    assert all((h - h0) & 0x7fffffff == 1 for _, _, h, _ in after)
+    time.sleep(GAP_S * 2)
+    _, _, h, p = timed_execute(dp, tcp_packet(v6))
+    assert cell_of(p) == 2 and (h - h0) & 0x7fffffff == 2
+    fc = dp.flowcell()
+    assert fc["cells"] == 3 and fc["gap_cells"] == 2 and fc["flows"] == 1
+    # pure ACKs are not data: they neither start a flowlet nor stamp the flow
+    dp.execute(tcp_packet(v6, payload=0, pad=6))
+    assert dp.flowcell()["fallbacks"] == 1
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_gap_zero_keeps_flowcells(dp, v6):
+    """Gap 0 (the default, and set back to 0) is the stock flowcell
+    decision: sizes end flowcells, pauses do not."""
+    assert dp.flowcell()["gap_us"] == 0
+    dp.set_flowcell(u32(OVS_FLOWCELL_ATTR_GAP_US, int(GAP_S * 1e6)))
+    dp.set_flowcell(u32(OVS_FLOWCELL_ATTR_GAP_US, 0))
+    assert dp.flowcell()["gap_us"] == 0
+    seen = []
+    for i in range(12):
+        if i in (2, 7):
+            time.sleep(GAP_S * 2)
+        seen.append(dp.execute(tcp_packet(v6)))
+    cells = [cell_of(p) for _, p in seen]
+    assert cells == [0] * 5 + [1] * 5 + [2] * 2
+    assert [(h - seen[0][0]) & 0x7fffffff for h, _ in seen] == cells
+    fc = dp.flowcell()
+    assert fc["cells"] == 3 and fc["gap_cells"] == 0
 
 
 def test_datapath_deleted_with_flows():

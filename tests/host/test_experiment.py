@@ -120,6 +120,13 @@ def test_topology_types_and_ranges(key, value, msg):
     (lambda e: e["workloads"].append({"name": "mice", "bytes": -1}), "workloads[2].bytes: must be >= 1"),
     (lambda e: e["workloads"].append({"name": "elephants"}), "workloads[2].name: must be one of"),
     (lambda e: e["workloads"].append({"seed": 1}), "workloads[2]: missing key 'name'"),
+    (lambda e: e["schemes"][1].update(mode="presto", flowlet_gap_us=-1), "schemes[1].flowlet_gap_us: must be >= 0"),
+    (lambda e: e["schemes"][1].update(mode="presto", flowlet_gap_us=10000001),
+     "schemes[1].flowlet_gap_us: must be <= 10000000"),
+    (lambda e: e["schemes"][1].update(mode="presto", flowlet_gap_us=0.5),
+     "schemes[1].flowlet_gap_us: must be an integer"),
+    (lambda e: e["schemes"][1].update(mode="ecmp", flowlet_gap_us=100),
+     "schemes[1].flowlet_gap_us: flowlets run on Presto's datapath"),
 ])
 def test_experiment_types_and_ranges(change, msg):
     exp = base()
@@ -336,3 +343,15 @@ def test_schema_topology_is_fabric_topology():
     with open(experiment.SCHEMA) as f:
         schema = json.load(f)
     assert set(schema["$defs"]["topology"]["properties"]) == {f.name for f in dataclasses.fields(fabric.Topology)}
+
+
+def test_flowlet_schemes_validate():
+    """"flowlet_gap_us" on a presto scheme (0: flowcells, up to 10 s), and
+    the shipped flowlet experiment has the paper's gaps and the scaled ones"""
+    exp = base()
+    exp["schemes"] = [dict(name=f"fl{g}", mode="presto", flowlet_gap_us=g) for g in (0, 100, 500, 10000000)]
+    validate_experiment(exp, name="exp.json")
+    fl = validate_experiment(os.path.join(ROOT, "testbed", "experiments", "presto-flowlet.json"))
+    gaps = sorted(s["flowlet_gap_us"] for s in fl["schemes"] if "flowlet_gap_us" in s)
+    assert gaps == [100, 500, 100000, 500000]
+    assert all(s["mode"] == "presto" for s in fl["schemes"] if "flowlet_gap_us" in s)

@@ -22,6 +22,7 @@ EXPECTED = [
     "ofproto-dpif - select group with dp_hash flowcell algorithm",
     "ofproto-dpif - flowcell select group syntax",
     "ofproto-dpif - flowcell group: one miss installs every slot",
+    "ofproto-dpif - flowcell group: flowlets (set-flowcell gap)",
 ]
 
 

@@ -151,3 +151,50 @@ def test_shadow_macs_stay_on_their_tree_when_it_is_cut():
     pc.link_changed()
     # only real MACs on tree 2 move (h2, h6, h10, h14: index - 1 mod 4 == 1)
     assert sorted(m for m, _, _ in moved) == sorted(presto.shadow_mac(i, 0) for i in (2, 6, 10, 14))
+
+
+def test_flowlet_gap_needs_presto_and_goes_to_the_datapath(monkeypatch):
+    """"flowlet_gap_us" (Fig. 13's flowlet baseline): only on Presto's
+    datapath, refused elsewhere before anything is built; the vSwitch sets
+    it with `ovs-dpctl set-flowcell ovs-system gap=US` and a failure is an
+    error, not a silent flowcell run"""
+    for mode in ("ecmp", "l2ecmp", "l2"):
+        with pytest.raises(ValueError, match="flowlet_gap_us needs mode presto"):
+            fabric.Fabric(fabric.Topology(), mode=mode, flowlet_gap_us=500)
+    calls = []
+    vs = presto.VSwitch.__new__(presto.VSwitch)
+    vs.prog = {"ovs-dpctl": "/x/ovs-dpctl"}
+    vs.timing = {}
+    monkeypatch.setattr(vs, "_run", lambda argv, ns=False: calls.append((argv, ns)), raising=False)
+    vs.set_flowlet_gap(100)
+    assert calls == [(["/x/ovs-dpctl", "set-flowcell", "ovs-system", "gap=100"], True)]
+    assert "flowlet_gap_s" in vs.timing
+
+    def fail(argv, ns=False):
+        raise RuntimeError("ovs-dpctl: unknown argument gap=100")
+    monkeypatch.setattr(vs, "_run", fail, raising=False)
+    with pytest.raises(RuntimeError):
+        vs.set_flowlet_gap(100)
+
+
+def test_flowcell_counters_read_the_gap(monkeypatch):
+    """counters.flowcell parses the gap and the flowlets it started from
+    `ovs-dpctl show` (ovs-patches 0009), and still the stock lines"""
+    import counters
+    text = ("system@ovs-system:\n  lookups: hit:10 missed:2 lost:0\n"
+            "  flowcell: flows:3 limit:8192 idle:10000ms seed:1 gap:100000us\n"
+            "    packets:40 bytes:524800 cells:9 evictions:0 expired:1 alloc_fails:0 fallbacks:1"
+            " gap_cells:6\n")
+
+    class P:
+        stdout = text
+    monkeypatch.setattr(counters.subprocess, "run", lambda *a, **kw: P)
+    fab = type("F", (), {"ns": lambda self, n: n,
+                         "vswitch": type("V", (), {"prog": {"ovs-dpctl": "x"}, "env": {}})()})()
+    monkeypatch.setattr(fabric, "ns_exec", lambda ns: [], raising=False)
+    d = counters.flowcell(fab)
+    assert d["gap"] == 100000 and d["gap_cells"] == 6
+    assert d["cells"] == 9 and d["flows"] == 3 and d["seed"] == 1 and d["expired"] == 1
+    P.stdout = text.replace(" gap:100000us", "").replace(" gap_cells:6", "")
+    d = counters.flowcell(fab)
+    assert "gap" not in d and "gap_cells" not in d and d["cells"] == 9
