@@ -107,8 +107,8 @@ bench-presto: deps kernel-release tools ovs
 	@echo "report: $(RESULTS)/bench-presto/report.md (Fig. 15/16), $(RESULTS)/bench-presto-rx/report.md (Fig. 5), $(RESULTS)/bench-presto-cpu/report.md (Fig. 6), $(RESULTS)/bench-presto-flowlet/report.md (Fig. 13)"
 
 # Flowlet switching with gaps of 2-50 ms (this rig's regime, Fig. 13)
-# beside Optimal, Presto and l2ecmp on stride: about 35 min of wall time
-# on a loaded 2-core host, so not part of bench-presto (docs/presto.md).
+# beside Optimal, Presto and l2ecmp on stride: 31 min of wall time
+# (1859 s) on a loaded 2-core host, so not part of bench-presto (docs/presto.md).
 bench-presto-flowlet-sweep: deps kernel-release tools ovs
 	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/presto-flowlet-sweep.json --out $(RESULTS)/bench-presto-flowlet-sweep --repeat $(REPEAT)
 
