@@ -20,7 +20,7 @@ PY := $(VENV)/bin/python
 REPEAT ?= 1
 
 .PHONY: all deps kernel kernel-debug kernel-release tools demo check check-host \
-	check-guest bench-d2tcp bench-d2tcp-atscale bench-htb bench-fastlane bench-fastlane-clos bench-presto iproute2 ovs series checkpatch clean distclean help \
+	check-guest bench-d2tcp bench-d2tcp-atscale bench-htb bench-fastlane bench-fastlane-clos bench-presto bench-presto-flowlet-sweep iproute2 ovs series checkpatch clean distclean help \
 	testbed testbed-physical-selftest
 
 all: deps kernel-release tools demo testbed
@@ -105,6 +105,12 @@ bench-presto: deps kernel-release tools ovs
 	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/presto-cpu.json --out $(RESULTS)/bench-presto-cpu --repeat $(REPEAT)
 	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/presto-flowlet.json --out $(RESULTS)/bench-presto-flowlet --repeat $(REPEAT)
 	@echo "report: $(RESULTS)/bench-presto/report.md (Fig. 15/16), $(RESULTS)/bench-presto-rx/report.md (Fig. 5), $(RESULTS)/bench-presto-cpu/report.md (Fig. 6), $(RESULTS)/bench-presto-flowlet/report.md (Fig. 13)"
+
+# Flowlet switching with gaps of 2-50 ms (this rig's regime, Fig. 13)
+# beside Optimal, Presto and l2ecmp on stride: 31 min of wall time
+# (1859 s) on a loaded 2-core host, so not part of bench-presto (docs/presto.md).
+bench-presto-flowlet-sweep: deps kernel-release tools ovs
+	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/presto-flowlet-sweep.json --out $(RESULTS)/bench-presto-flowlet-sweep --repeat $(REPEAT)
 
 # checkpatch.pl on the series as `make series` exports it (a new file's
 # MAINTAINERS reminder left out)

@@ -144,6 +144,24 @@ def cpu_cost(r):
                 softirq_us_per_segment=(j.get("softirq", 0) / USER_HZ * 1e6 / (nbytes / MSS)) if nbytes else None)
 
 
+def flowcells(r):
+    """the sender's side of Presto (and of flowlet switching, Fig. 13):
+    the flowcell datapath's counters of the run (`ovs-dpctl show`, the one
+    datapath of every vSwitch): data skbs that took a flowcell decision,
+    their payload, the flowcells begun, how many of them the inactivity
+    gap started (gap_cells) and their share; None when no data skb took a
+    flowcell decision (not a Presto run, or no counters)"""
+    fc = (r.get("host_counters") or {}).get("flowcell") or {}
+    if not fc.get("packets"):
+        return None
+    cells, gap_cells = fc.get("cells") or 0, fc.get("gap_cells")
+    return dict(gap_us=fc.get("gap") or r.get("flowlet_gap_us"), data_skbs=fc["packets"],
+                bytes=fc.get("bytes"), cells=cells, gap_cells=gap_cells,
+                gap_cells_share=(gap_cells / cells) if cells and gap_cells is not None else None,
+                gap_cells_per_skb=gap_cells / fc["packets"] if gap_cells is not None else None,
+                mean_cell_bytes=(fc["bytes"] / cells) if cells and fc.get("bytes") is not None else None)
+
+
 def cpu_overheads(meta, runs):
     """each run whose scheme names a cpu_baseline: its CPU per segment
     against the baseline's on the same workload"""
@@ -362,6 +380,7 @@ def analyse(raw):
             cpu=r.get("cpu"),
             receiver=receiver(r),
             cpu_cost=cpu_cost(r),
+            flowcells=flowcells(r),
             fault_errors=list(r.get("fault_errors") or []),
             oldi=oldi_summary(r),
             oldi_samples=oldi_samples(r),
@@ -608,6 +627,24 @@ def markdown(res, pngs, out):
                 "-" if not f[g].get("flowlets") else
                 f"{f[g]['per_flow']:.0f} per flow, {f[g]['mean_bytes'] / 1000:.0f} KB, largest "
                 f"{frac(f[g]['largest_share'])}" for g in gaps) + " |")
+    fcs = [r for r in res["runs"] if r.get("flowcells")]
+    if fcs:
+        L += ["", "## Sender: flowcells and flowlets (Presto datapath)", "",
+              "The flowcell datapath's counters over the run (`ovs-dpctl show`, one datapath for every vSwitch; "
+              "besides the elephants they count the rig's own short connections): data skbs that took a flowcell "
+              "decision, the flowcells begun (a flow's first, a full flowcell's successor or, with a gap, a "
+              "flowlet), `gap_cells` (flowlets the inactivity gap started), their share of the flowcells and of "
+              "the data skbs, and the mean payload per flowcell.", "",
+              "| scheme | workload | elephant mean | gap | data skbs | flowcells | gap_cells | of flowcells | "
+              "of data skbs | payload per flowcell |", "|" + "---|" * 10]
+        for r in fcs:
+            c = r["flowcells"]
+            gap = c.get("gap_us")
+            L.append(f"| {r['scheme']} | {r['workload']} | {mbit(r['elephant_mean_bps'])} | "
+                     + ("-" if not gap else f"{gap} us" if gap < 1000 else f"{gap / 1000:g} ms") + f" | {c['data_skbs']} | {c['cells']} | "
+                     + ("-" if c["gap_cells"] is None else str(c["gap_cells"])) + " | "
+                     + f"{frac(c['gap_cells_share'], 1)} | {frac(c['gap_cells_per_skb'], 1)} | "
+                     + ("-" if c["mean_cell_bytes"] is None else f"{c['mean_cell_bytes'] / 1000:.1f} KB") + " |")
     mp = [r for r in res["runs"] if r.get("mptcp")]
     if mp:
         L += ["", "## MPTCP subflows per connection", "",

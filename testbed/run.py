@@ -745,11 +745,21 @@ def guest_main(a):
             finally:
                 fab.close()
             raw["runs"].append(run)
+            # the cells so far, for a boot stopped before its end
+            # (testbed/report.py reads it like raw.json)
+            part = os.path.join(os.environ.get("DCNET_OUT", a.out), "raw.partial.json")
+            with open(part + ".tmp", "w") as f:
+                json.dump(raw, f)
+            os.replace(part + ".tmp", part)
             tp = [r["tput_bps"] for r in run["flows"] if r["tput_bps"] is not None]
             print(f"{scheme['name']:8s} {wl.get('label', wl['name']):10s} built in {fab.t_build:.1f} s, run {time.time() - t0:.0f} s:"
                   f" {len(tp)}/{len(flows)} flows, mean {sum(tp) / max(1, len(tp)) / 1e6:.2f} Mbit/s", flush=True)
     with open(os.path.join(os.environ.get("DCNET_OUT", a.out), "raw.json"), "w") as f:
         json.dump(raw, f)
+    try:
+        os.unlink(os.path.join(os.environ.get("DCNET_OUT", a.out), "raw.partial.json"))
+    except FileNotFoundError:
+        pass
     failed = run_failures(raw)
     if failed:
         print("testbed: FAILED: a fault did not happen as the experiment says:\n  " + "\n  ".join(failed),

@@ -369,7 +369,10 @@ bool ovs_flowcell_execute(struct datapath *dp, struct sk_buff *skb,
 		return false;
 	}
 	ovs_flowcell_key_from(&fk, key);
-	now_ns = ktime_get_ns();
+	/* The clock only matters to flowlets (a new flow's stamp is then 0,
+	 * older than any gap_since_ns).
+	 */
+	now_ns = t->gap_ns ? ktime_get_ns() : 0;
 	f = ovs_flowcell_find(t, &fk, jiffies, now_ns, GFP_ATOMIC, &created);
 	if (!f) {
 		t->stats.fallbacks++;
@@ -378,7 +381,7 @@ bool ovs_flowcell_execute(struct datapath *dp, struct sk_buff *skb,
 	}
 	/* A new flow's first packet starts flowcell 0 (its last_ns is now). */
 	next = ovs_flowcell_decide(f, len, ovs_flowcell_size(basis), now_ns,
-				   t->gap_ns);
+				   t->gap_ns, t->gap_since_ns);
 	if (next || created)
 		t->stats.cells++;
 	if (next && t->gap_ns)
@@ -522,8 +525,15 @@ int ovs_flowcell_set(struct datapath *dp, const struct nlattr *attr,
 	if (tb[OVS_FLOWCELL_ATTR_SEED])
 		t->start_seed = nla_get_u32(tb[OVS_FLOWCELL_ATTR_SEED]);
 	if (tb[OVS_FLOWCELL_ATTR_GAP_US]) {
-		t->gap_us = nla_get_u32(tb[OVS_FLOWCELL_ATTR_GAP_US]);
-		t->gap_ns = ovs_flowcell_gap_ns(t->gap_us);
+		u32 gap_us = nla_get_u32(tb[OVS_FLOWCELL_ATTR_GAP_US]);
+
+		/* Flowcell mode does not stamp flows: from 0, the gap counts
+		 * from now (ovs_flowcell_decide()).
+		 */
+		if (gap_us && !t->gap_us)
+			t->gap_since_ns = ktime_get_ns();
+		t->gap_us = gap_us;
+		t->gap_ns = ovs_flowcell_gap_ns(gap_us);
 	}
 	spin_unlock_bh(&t->lock);
 	return 0;

@@ -56,7 +56,7 @@ struct ovs_flowcell_flow {
 	struct list_head lru;		/* table->lru, most recent first */
 	struct ovs_flowcell_key key;
 	unsigned long last_used;	/* jiffies of the last data packet */
-	u64 last_ns;			/* ktime_get_ns() of the same */
+	u64 last_ns;			/* ktime_get_ns() of the same, flowlets */
 	u32 start;			/* drawn when the flow is new */
 	u32 cell;			/* flowcell ID */
 	u32 bytes;			/* payload bytes in the current flowcell */
@@ -88,6 +88,7 @@ struct ovs_flowcell_table {
 	u32 start_seed;			/* 0: random starts, else hashed */
 	u32 gap_us;			/* 0: flowcells, else flowlets */
 	u64 gap_ns;			/* gap_us in nanoseconds */
+	u64 gap_since_ns;		/* gap_us last set from 0 */
 	bool dying;			/* the datapath is going away */
 	struct ovs_flowcell_stats stats;
 	struct delayed_work gc;
@@ -153,17 +154,24 @@ static inline bool ovs_flowcell_gap_advance(struct ovs_flowcell_flow *f,
 }
 
 /* The decision for one packet: by bytes (@gap_ns 0, the flowcells of the
- * paper) or by the inactivity gap (flowlets).  @f->last_ns is kept up to
- * date in both modes, so a gap set on a running datapath applies to the
- * next packet of each flow.
+ * paper) or by the inactivity gap (flowlets).  The clock is only read in
+ * flowlet mode: with @gap_ns 0, @now and @since are not used and
+ * @f->last_ns is left alone.  In flowlet mode a stamp older than @since
+ * (when the gap was set on the table, from 0) counts from @since: time
+ * spent in flowcell mode, which does not stamp, is not inactivity, so a
+ * gap set on a running datapath starts a flow's next flowlet only after
+ * a pause of more than the gap since both the flow's previous packet and
+ * the moment the gap was set.
  */
 static inline bool ovs_flowcell_decide(struct ovs_flowcell_flow *f, u32 len,
-				       u32 size, u64 now, u64 gap_ns)
+				       u32 size, u64 now, u64 gap_ns,
+				       u64 since)
 {
-	if (gap_ns)
-		return ovs_flowcell_gap_advance(f, len, now, gap_ns);
-	f->last_ns = now;
-	return ovs_flowcell_advance(f, len, size);
+	if (!gap_ns)
+		return ovs_flowcell_advance(f, len, size);
+	if ((s64)(f->last_ns - since) < 0)
+		f->last_ns = since;
+	return ovs_flowcell_gap_advance(f, len, now, gap_ns);
 }
 
 /* Never 0; consecutive flowcells take consecutive values (modulo 2^31). */

@@ -491,25 +491,25 @@ static void flowcell_gap_boundary_test(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ovs_flowcell_gap_ns(OVS_FLOWCELL_GAP_US_MAX),
 			10ULL * NSEC_PER_SEC);
 	t += GAP - 1;				/* below */
-	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(&f, 1448, SZ, t, GAP));
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(&f, 1448, SZ, t, GAP, 0));
 	KUNIT_EXPECT_EQ(test, f.cell, 0U);
 	KUNIT_EXPECT_EQ(test, f.last_ns, t);
 	t += GAP;				/* at */
-	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(&f, 1448, SZ, t, GAP));
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(&f, 1448, SZ, t, GAP, 0));
 	KUNIT_EXPECT_EQ(test, f.cell, 0U);
 	KUNIT_EXPECT_EQ(test, f.bytes, 2 * 1448U);
 	t += GAP + 1;				/* above */
-	KUNIT_EXPECT_TRUE(test, ovs_flowcell_decide(&f, 1448, SZ, t, GAP));
+	KUNIT_EXPECT_TRUE(test, ovs_flowcell_decide(&f, 1448, SZ, t, GAP, 0));
 	KUNIT_EXPECT_EQ(test, f.cell, 1U);
 	KUNIT_EXPECT_EQ(test, f.bytes, 1448U);
 	KUNIT_EXPECT_EQ(test, ovs_flowcell_hash(&f), (7U + 1) | BIT(31));
 	KUNIT_EXPECT_EQ(test, ovs_flowcell_id(&f), 1);
 	t += 10 * NSEC_PER_SEC;			/* far above */
-	KUNIT_EXPECT_TRUE(test, ovs_flowcell_decide(&f, 1448, SZ, t, GAP));
+	KUNIT_EXPECT_TRUE(test, ovs_flowcell_decide(&f, 1448, SZ, t, GAP, 0));
 	KUNIT_EXPECT_EQ(test, f.cell, 2U);
 	/* Many packets within the gap: one flowlet, however long. */
 	t += GAP;
-	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(&f, 1448, SZ, t, GAP));
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(&f, 1448, SZ, t, GAP, 0));
 	KUNIT_EXPECT_EQ(test, f.cell, 2U);
 }
 
@@ -525,13 +525,13 @@ static void flowcell_gap_ignores_size_test(struct kunit *test)
 	for (i = 0; i < 1600; i++) {
 		t += 10 * NSEC_PER_USEC;
 		KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(&f, SZ, SZ, t,
-							     GAP));
+							     GAP, 0));
 	}
 	KUNIT_EXPECT_EQ(test, f.cell, 0U);
 	KUNIT_EXPECT_EQ(test, f.bytes, 1600 * SZ);
 	f.bytes = U32_MAX - 10;
 	t += 10 * NSEC_PER_USEC;
-	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(&f, SZ, SZ, t, GAP));
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(&f, SZ, SZ, t, GAP, 0));
 	KUNIT_EXPECT_EQ(test, f.bytes, U32_MAX);
 	KUNIT_EXPECT_EQ(test, f.cell, 0U);
 }
@@ -539,29 +539,34 @@ static void flowcell_gap_ignores_size_test(struct kunit *test)
 /* The clock difference is taken modulo 2^64: across a wrap a short pause
  * continues the flowlet and a long one starts the next.  A stamp slightly
  * before the previous one (read on another CPU) continues it.  The
- * flowlet ID wraps at 16 bits like a flowcell's.
+ * flowlet ID wraps at 16 bits like a flowcell's.  The gap was set (@since)
+ * before the wrap, and so is the same modulo 2^64.
  */
 static void flowcell_gap_wrap_test(struct kunit *test)
 {
 	struct ovs_flowcell_flow f = { .last_ns = U64_MAX - 10,
 				       .cell = 0xffff };
+	u64 since = U64_MAX - 20;
 
-	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(&f, 1, SZ, 5, GAP));
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(&f, 1, SZ, 5, GAP,
+						     since));
 	KUNIT_EXPECT_EQ(test, f.cell, 0xffffU);
 	KUNIT_EXPECT_EQ(test, f.last_ns, 5ULL);
 	f.last_ns = U64_MAX - 10;
-	KUNIT_EXPECT_TRUE(test, ovs_flowcell_decide(&f, 1, SZ, GAP, GAP));
+	KUNIT_EXPECT_TRUE(test, ovs_flowcell_decide(&f, 1, SZ, GAP, GAP,
+						    since));
 	KUNIT_EXPECT_EQ(test, f.cell, 0x10000U);
 	KUNIT_EXPECT_EQ(test, ovs_flowcell_id(&f), 0);
 	/* Backwards by a microsecond: no new flowlet. */
 	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(&f, 1, SZ,
 						     GAP - NSEC_PER_USEC,
-						     GAP));
+						     GAP, since));
 	KUNIT_EXPECT_EQ(test, f.cell, 0x10000U);
 }
 
 /* Gap 0 is the stock flowcell decision, whatever the time between
- * packets: the same cells and bytes as ovs_flowcell_advance().
+ * packets: the same cells and bytes as ovs_flowcell_advance(), and the
+ * flow is not stamped (the datapath does not read the clock then).
  */
 static void flowcell_gap_off_test(struct kunit *test)
 {
@@ -571,11 +576,11 @@ static void flowcell_gap_off_test(struct kunit *test)
 
 	for (i = 0; i < 100; i++) {
 		t += (i & 1) ? NSEC_PER_SEC : 1;
-		KUNIT_EXPECT_EQ(test, ovs_flowcell_decide(&a, 20000, SZ, t, 0),
+		KUNIT_EXPECT_EQ(test, ovs_flowcell_decide(&a, 20000, SZ, t, 0, 0),
 				ovs_flowcell_advance(&b, 20000, SZ));
 		KUNIT_EXPECT_EQ(test, a.cell, b.cell);
 		KUNIT_EXPECT_EQ(test, a.bytes, b.bytes);
-		KUNIT_EXPECT_EQ(test, a.last_ns, t);
+		KUNIT_EXPECT_EQ(test, a.last_ns, 0ULL);
 	}
 	/* 20000-byte packets: a new flowcell every fourth from the fifth. */
 	KUNIT_EXPECT_EQ(test, a.cell, 24U);
@@ -600,16 +605,63 @@ static void flowcell_gap_find_test(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, created);
 	KUNIT_EXPECT_EQ(test, f->last_ns, 5 * GAP);
 	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(f, 1448, SZ, 5 * GAP,
-						     GAP));
+						     GAP, 0));
 	spin_lock_bh(&t->lock);
 	f = ovs_flowcell_find(t, &k, now, 7 * GAP, GFP_ATOMIC, &created);
 	spin_unlock_bh(&t->lock);
 	KUNIT_EXPECT_FALSE(test, created);
 	KUNIT_EXPECT_EQ(test, f->last_ns, 5 * GAP);
 	KUNIT_EXPECT_TRUE(test, ovs_flowcell_decide(f, 1448, SZ, 7 * GAP,
-						    GAP));
+						    GAP, 0));
 	KUNIT_EXPECT_EQ(test, f->cell, 1U);
 	ovs_flowcell_table_free(t);
+}
+
+/* A gap set on a running datapath (at @since) counts from then: a flow
+ * last stamped before (never, in flowcell mode: 0; or in an earlier
+ * flowlet period) continues its flowcell within the gap after @since,
+ * however long it was idle, and starts the next one after a pause of more
+ * than the gap from there.  A stamp newer than @since is used as it is.
+ */
+static void flowcell_gap_since_test(struct kunit *test)
+{
+	struct ovs_flowcell_flow f = { .start = 9 };
+	u64 since = 10 * NSEC_PER_SEC;
+
+	/* Flowcell mode: 5 packets of SZ / 4, the second flowcell begun. */
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(&f, SZ / 4, SZ, 0, 0, 0));
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(&f, SZ / 4, SZ, 0, 0, 0));
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(&f, SZ / 4, SZ, 0, 0, 0));
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(&f, SZ / 4, SZ, 0, 0, 0));
+	KUNIT_EXPECT_TRUE(test, ovs_flowcell_decide(&f, SZ / 4, SZ, 0, 0, 0));
+	KUNIT_EXPECT_EQ(test, f.cell, 1U);
+	KUNIT_EXPECT_EQ(test, f.last_ns, 0ULL);
+	/* The gap set at 10 s: exactly the gap later, the same flowcell. */
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(&f, 1448, SZ, since + GAP,
+						     GAP, since));
+	KUNIT_EXPECT_EQ(test, f.cell, 1U);
+	KUNIT_EXPECT_EQ(test, f.last_ns, since + GAP);
+	KUNIT_EXPECT_TRUE(test, ovs_flowcell_decide(&f, 1448, SZ,
+						    since + 2 * GAP + 1,
+						    GAP, since));
+	KUNIT_EXPECT_EQ(test, f.cell, 2U);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_hash(&f), (9U + 2) | BIT(31));
+	/* Set back to 0 (not stamped), set again at 20 s: 10 s since the
+	 * last stamp, but only the gap since the set.
+	 */
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(&f, 1448, SZ, 0, 0, 0));
+	since = 20 * NSEC_PER_SEC;
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(&f, 1448, SZ, since + GAP,
+						     GAP, since));
+	KUNIT_EXPECT_EQ(test, f.cell, 2U);
+	/* A stamp after @since is the flow's own: a pause counts from it. */
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(&f, 1448, SZ,
+						     since + 2 * GAP,
+						     GAP, since));
+	KUNIT_EXPECT_TRUE(test, ovs_flowcell_decide(&f, 1448, SZ,
+						    since + 3 * GAP + 1,
+						    GAP, since));
+	KUNIT_EXPECT_EQ(test, f.cell, 3U);
 }
 
 static struct kunit_case openvswitch_flowcell_cases[] = {
@@ -630,6 +682,7 @@ static struct kunit_case openvswitch_flowcell_cases[] = {
 	KUNIT_CASE(flowcell_gap_wrap_test),
 	KUNIT_CASE(flowcell_gap_off_test),
 	KUNIT_CASE(flowcell_gap_find_test),
+	KUNIT_CASE(flowcell_gap_since_test),
 	{}
 };
 

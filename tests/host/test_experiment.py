@@ -355,3 +355,19 @@ def test_flowlet_schemes_validate():
     gaps = sorted(s["flowlet_gap_us"] for s in fl["schemes"] if "flowlet_gap_us" in s)
     assert gaps == [100, 500, 100000, 500000]
     assert all(s["mode"] == "presto" for s in fl["schemes"] if "flowlet_gap_us" in s)
+
+
+def test_flowlet_sweep_experiment():
+    """the shipped gap sweep: presto-flowlet.json's topology, workload,
+    duration and sysctls, Optimal, Presto with 64 KB flowcells, gaps of 2
+    to 50 ms on Presto's datapath, and l2ecmp"""
+    sw = validate_experiment(os.path.join(ROOT, "testbed", "experiments", "presto-flowlet-sweep.json"))
+    fl = validate_experiment(os.path.join(ROOT, "testbed", "experiments", "presto-flowlet.json"))
+    for k in ("topology", "workloads", "duration_s", "sysctls"):
+        assert sw[k] == fl[k], k
+    gaps = [s["flowlet_gap_us"] for s in sw["schemes"] if s.get("flowlet_gap_us")]
+    assert gaps == [2000, 5000, 10000, 20000, 50000]
+    assert all(s["mode"] == "presto" for s in sw["schemes"] if s.get("flowlet_gap_us"))
+    modes = {s["name"]: s["mode"] for s in sw["schemes"]}
+    assert modes["presto"] == "presto" and modes["l2ecmp"] == "l2ecmp" and modes["optimal"] == "ecmp"
+    assert [s.get("flowcell_bytes") for s in sw["schemes"] if s["name"] == "presto"] == [65536]

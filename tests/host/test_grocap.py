@@ -167,6 +167,37 @@ def test_report_receiver_and_cpu_cost(tmp_path):
     assert "| presto | stride | 6 per flow, 1 KB, largest 17% | 1 per flow, 9 KB, largest 100% |" in md
 
 
+def test_report_sender_flowcells_and_gap_cells(tmp_path):
+    """the Presto sender's section: per run the flowcell datapath's data
+    skbs, flowcells and gap_cells (flowlets started by the gap) with their
+    share; no row for a run without flowcell decisions"""
+    import report
+    raw = presto_raw()
+    by = {r["scheme"]: r for r in raw["runs"]}
+    by["optimal"]["host_counters"].pop("flowcell")
+    by["ovs"]["host_counters"]["flowcell"].update(packets=0, cells=0, bytes=0)       # a stock OVS run
+    by["presto"]["host_counters"]["flowcell"].update(packets=2000, bytes=64_000_000, cells=1000, seed=1)
+    by["presto-gro"]["host_counters"]["flowcell"].update(packets=2000, bytes=60_000_000, cells=800, gap=2000,
+                                                         gap_cells=750)
+    by["presto-gro"]["flowlet_gap_us"] = 2000
+    res = report.build(raw, str(tmp_path), plot=False)
+    report.validate(json.load(open(tmp_path / "results.json")), "results")
+    out = {r["scheme"]: r for r in res["runs"]}
+    assert out["optimal"]["flowcells"] is None and out["ovs"]["flowcells"] is None
+    p = out["presto"]["flowcells"]
+    assert p["cells"] == 1000 and p["gap_cells"] is None and p["gap_cells_share"] is None
+    assert p["mean_cell_bytes"] == 64_000 and p["gap_us"] is None
+    f = out["presto-gro"]["flowcells"]
+    assert f["gap_us"] == 2000 and f["gap_cells"] == 750 and f["data_skbs"] == 2000
+    assert f["gap_cells_share"] == pytest.approx(750 / 800) and f["gap_cells_per_skb"] == pytest.approx(0.375)
+    md = (tmp_path / "report.md").read_text()
+    assert "## Sender: flowcells and flowlets (Presto datapath)" in md
+    assert "| presto | stride | 9.60 | - | 2000 | 1000 | - | - | - | 64.0 KB |" in md
+    assert "| presto-gro | stride | 9.60 | 2 ms | 2000 | 800 | 750 | 93.8% | 37.5% | 75.0 KB |" in md
+    assert "| optimal | stride | 9.60 | - |" not in md.split("## Sender")[1].split("##")[0]
+    assert "| ovs |" not in md.split("## Sender")[1].split("##")[0]
+
+
 def test_report_without_receiver_fields_has_no_sections(tmp_path):
     import report
     raw = presto_raw()
@@ -174,8 +205,9 @@ def test_report_without_receiver_fields_has_no_sections(tmp_path):
         for k in ("cpu_jiffies", "host_counters", "gro_capture"):
             r.pop(k)
     res = report.build(raw, str(tmp_path), plot=False)
-    assert all(r["receiver"] is None and r["cpu_cost"] is None for r in res["runs"])
+    assert all(r["receiver"] is None and r["cpu_cost"] is None and r["flowcells"] is None for r in res["runs"])
     assert "Presto Fig. 5" not in (tmp_path / "report.md").read_text()
+    assert "## Sender" not in (tmp_path / "report.md").read_text()
 
 
 def test_report_plots_fig5(tmp_path):
