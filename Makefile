@@ -103,8 +103,9 @@ bench-presto: deps kernel-release tools ovs
 	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/presto.json --out $(RESULTS)/bench-presto --repeat $(REPEAT)
 	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/presto-rx.json --out $(RESULTS)/bench-presto-rx --repeat $(REPEAT)
 	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/presto-cpu.json --out $(RESULTS)/bench-presto-cpu --repeat $(REPEAT)
+	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/presto-cpu-clos.json --out $(RESULTS)/bench-presto-cpu-clos --repeat $(REPEAT)
 	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/presto-flowlet.json --out $(RESULTS)/bench-presto-flowlet --repeat $(REPEAT)
-	@echo "report: $(RESULTS)/bench-presto/report.md (Fig. 15/16), $(RESULTS)/bench-presto-rx/report.md (Fig. 5), $(RESULTS)/bench-presto-cpu/report.md (Fig. 6), $(RESULTS)/bench-presto-flowlet/report.md (Fig. 13)"
+	@echo "report: $(RESULTS)/bench-presto/report.md (Fig. 15/16), $(RESULTS)/bench-presto-rx/report.md (Fig. 5), $(RESULTS)/bench-presto-cpu/report.md (Fig. 6), $(RESULTS)/bench-presto-cpu-clos/report.md (Fig. 6 under reordering), $(RESULTS)/bench-presto-flowlet/report.md (Fig. 13)"
 
 # Flowlet switching with gaps of 2-50 ms (this rig's regime, Fig. 13)
 # beside Optimal, Presto and l2ecmp on stride: 31 min of wall time

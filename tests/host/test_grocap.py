@@ -229,6 +229,20 @@ def test_experiments_presto_rx_and_cpu_are_valid():
     assert load(os.path.join(ROOT, "testbed", "experiments", "presto-rx.json"))["gro_capture"] is True
 
 
+def test_experiment_presto_cpu_clos_compares_the_gros_under_reordering():
+    from experiment import load, validate_experiment
+    path = os.path.join(ROOT, "testbed", "experiments", "presto-cpu-clos.json")
+    cpu = load(path)
+    validate_experiment(cpu, name=path)
+    # on the Clos (reordering), without the capture and the RTT probe
+    assert cpu["topology"]["kind"] == "clos"
+    assert not cpu.get("gro_capture") and cpu.get("rtt_probe") is False
+    assert {s["name"]: s.get("cpu_baseline") for s in cpu["schemes"]} == {
+        "l2ecmp": None, "presto": "l2ecmp", "presto-gro": "presto"}
+    gro = {s["name"]: bool(s.get("presto_gro")) for s in cpu["schemes"]}
+    assert gro == {"l2ecmp": False, "presto": False, "presto-gro": True}
+
+
 def test_cpu_baseline_must_name_another_scheme():
     from experiment import ExperimentError, validate_experiment
     exp = dict(schemes=[dict(name="a"), dict(name="b", cpu_baseline="c")], workloads=[dict(name="stride")])
