@@ -110,7 +110,8 @@ def port_stats(lab, ports):
             q = leaf[0]
             out[dev] = {k: q.get(k, 0) for k in ("kind", "bytes", "packets", "drops", "nf_generated",
                                                   "nf_sent", "nf_bytes", "nf_cap_drops", "nf_backlog_max",
-                                                  "nf_sent_idle", "ce_marked", "marked")}
+                                                  "nf_sent_idle", "ce_marked", "marked",
+                                                  "nf_pending_max", "nf_pending_drops")}
     return out
 
 
@@ -119,7 +120,8 @@ def port_stats(lab, ports):
 FL_COUNTERS = ("TCPFastLaneNotify", "TCPFastLaneRetrans", "TCPFastLaneCtlResend", "TCPFastLaneStale",
                "TCPFastLaneBadSeq", "TCPFastLaneBadOpts", "TCPFastLaneNoSocket", "TCPFastLaneRefused",
                "TCPFastLaneRateLimited", "TCPFastLaneLockDropped", "TCPFastLaneBoundAllowed",
-               "TCPFastLaneBoundLowest", "TCPFastLaneBoundThrottled", "TCPFastLaneDeferred")
+               "TCPFastLaneBoundLowest", "TCPFastLaneBoundThrottled", "TCPFastLaneDeferred",
+               "TCPFastLaneTailPush")
 
 
 # Linux's undo of a recovery it judged spurious (tcp_packet_delayed(),
@@ -356,6 +358,11 @@ def analyse(raw):
                                   netstat=c["netstat"], host=host_counters(c["netstat"]),
                                   nf_generated=sum(p.get("nf_generated", 0) for p in c["ports"].values()),
                                   nf_cap_drops=sum(p.get("nf_cap_drops", 0) for p in c["ports"].values()),
+                                  # the hand-off of notifications to the port's work
+                                  # (older raw.json: none recorded)
+                                  nf_pending_max=max([p.get("nf_pending_max", 0)
+                                                      for p in c["ports"].values()] or [0]),
+                                  nf_pending_drops=sum(p.get("nf_pending_drops", 0) for p in c["ports"].values()),
                                   nf_buffer_fraction_max=max([p.get("nf_backlog_max", 0)
                                                               for p in c["ports"].values()] or [0]) / raw["buffer"],
                                   # older raw.json has no incast elapsed time: no rate fraction
@@ -563,7 +570,8 @@ def report(res, pngs, out):
               "RateLimited, LockDropped), and bound_sim's: segments resent within the bound "
               "(BoundAllowed), lowest-sequence resends beyond it (BoundLowest), passes it held "
               "back (BoundThrottled); lowest-sequence resends a rate-limited notification left to the "
-              "next round trip (Deferred):", ""]
+              "next round trip (Deferred); held new segments sent with the recovery's last "
+              "retransmission (TailPush):", ""]
         L += host_table(sorted(res["pa"], key=lambda r: (r["load"], SCHEMES.index(r["scheme"]))),
                         "load", lambda r: f"{int(r['load'] * 100)}%")
         if "pa-fct.png" in pngs:
@@ -573,12 +581,13 @@ def report(res, pngs, out):
         L += ["## Incast", "", f"N workers answer each query with {INCAST_BYTES // 1024} KB through the "
               "aggregator's port.", "",
               "| N | scheme | queries | query p50 (ms) | query p99 (ms) | flow p99.9 (ms) | drops | notifications | RTOs "
-              "| virtual CPU busy |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+              "| hand-off max / drops | virtual CPU busy |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in sorted(res["incast"], key=lambda r: (r["n"], SCHEMES.index(r["scheme"]))):
             L.append(f"| {r['n']} | {r['scheme']} | {r['queries']} | {r['qct_p50']:.1f} | {r['qct_p99']:.1f} | "
                      f"{r['fct_p999']:.1f} | {r['drops']} | {r['nf_generated']} | "
-                     f"{r['netstat'].get('TCPTimeouts', 0)} | {busy_pct(r.get('cpu_busy'))} |")
+                     f"{r['netstat'].get('TCPTimeouts', 0)} | "
+                     f"{r.get('nf_pending_max', 0)} / {r.get('nf_pending_drops', 0)} | {busy_pct(r.get('cpu_busy'))} |")
         L += ["", "FastLane's host counters in incast (as above):", ""]
         L += host_table(sorted(res["incast"], key=lambda r: (r["n"], SCHEMES.index(r["scheme"]))),
                         "N", lambda r: r["n"])

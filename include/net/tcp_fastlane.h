@@ -286,6 +286,25 @@ static inline bool tcp_fastlane_deferred_resend(bool recovering, bool notified,
 	return recovering && notified && lost && !retrans && same_epoch;
 }
 
+/* Tail push (a departure from the paper): does one held new segment go
+ * out with the retransmission just made, beyond cwnd if need be?  When
+ * the recovery's last retransmission is the last segment in flight (the
+ * retransmit queue's tail: @tail_notified, @tail_resent) and nothing
+ * marked lost is left to resend (@retrans_out >= @lost_out), and (the
+ * caller checks) everything before it is delivered, it reaches the
+ * receiver alone, in order and filling no hole, and the receiver delays
+ * its ACK (40 ms); the hold (@holding) keeps the new data (@new_data)
+ * back until that ACK.  Two segments are ACKed at once.
+ */
+static inline bool tcp_fastlane_tail_pushes(bool holding, bool new_data,
+					    bool tail_notified,
+					    bool tail_resent, u32 lost_out,
+					    u32 retrans_out)
+{
+	return holding && new_data && tail_notified && tail_resent &&
+	       retrans_out >= lost_out;
+}
+
 #if IS_ENABLED(CONFIG_TCP_FASTLANE)
 
 static inline bool tcp_fastlane_on(const struct net *net)
@@ -329,6 +348,18 @@ static inline void tcp_fastlane_tsq_write(struct sock *sk)
 {
 	if (unlikely(tcp_sk(sk)->fastlane.recovering))
 		__tcp_fastlane_tsq_write(sk);
+}
+
+void __tcp_fastlane_tail_push(struct sock *sk);
+bool tcp_fastlane_push_one(struct sock *sk);
+
+/* After a retransmission of the recovery notifications drive: the tail
+ * push (tcp_fastlane_tail_pushes())
+ */
+static inline void tcp_fastlane_tail_push(struct sock *sk)
+{
+	if (unlikely(tcp_sk(sk)->fastlane.recovering))
+		__tcp_fastlane_tail_push(sk);
 }
 
 bool tcp_fastlane_v4_rcv(struct net *net, struct sk_buff *skb);
@@ -405,6 +436,10 @@ static inline void tcp_fastlane_retx_begin(struct sock *sk)
 }
 
 static inline void tcp_fastlane_tsq_write(struct sock *sk)
+{
+}
+
+static inline void tcp_fastlane_tail_push(struct sock *sk)
 {
 }
 

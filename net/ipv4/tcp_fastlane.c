@@ -312,6 +312,39 @@ void __tcp_fastlane_tsq_write(struct sock *sk)
 	NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBOUNDLOWEST);
 	NET_INC_STATS(net, LINUX_MIB_TCPFASTLANERETRANS);
 	tcp_rearm_rto(sk);
+	tcp_fastlane_tail_push(sk);
+}
+
+/* The tail push (tcp_fastlane_tail_pushes()), after a retransmission: the
+ * recovery's last one is the last segment in flight and the only one not
+ * delivered, new data waits behind the hold; one new segment goes with
+ * it, so that the receiver has two segments to ACK at once instead of one
+ * to delay its ACK for.
+ * Once sent, the new segment is the queue's tail: one per retransmission
+ * of the tail, never more than one segment beyond cwnd.
+ */
+void __tcp_fastlane_tail_push(struct sock *sk)
+{
+	struct sk_buff *tail = tcp_rtx_queue_tail(sk), *skb;
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (!tail ||
+	    !tcp_fastlane_tail_pushes(tcp_fastlane_holds_new_data(sk),
+				      tcp_send_head(sk),
+				      TCP_SKB_CB(tail)->tx.fastlane_retx,
+				      TCP_SKB_CB(tail)->sacked & TCPCB_SACKED_RETRANS,
+				      tp->lost_out, tp->retrans_out))
+		return;
+	/* Only where the resend arrives alone and in order: everything
+	 * before it delivered (SACKed).  Below an unacknowledged segment it
+	 * is out of order at the receiver, which SACKs it at once, and the
+	 * segment that fills the hole is ACKed at once too.
+	 */
+	for (skb = skb_rb_prev(tail); skb; skb = skb_rb_prev(skb))
+		if (!(TCP_SKB_CB(skb)->sacked & TCPCB_SACKED_ACKED))
+			return;
+	if (tcp_fastlane_push_one(sk))
+		NET_INC_STATS(sock_net(sk), LINUX_MIB_TCPFASTLANETAILPUSH);
 }
 
 /* A notification for data (or a FIN) in flight, socket locked by us */
@@ -388,6 +421,7 @@ static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *n
 			return;
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBOUNDLOWEST);
 		tcp_rearm_rto(sk);
+		tcp_fastlane_tail_push(sk);
 		fallthrough;
 	case TCP_FASTLANE_AFTER_RESENT:
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANERETRANS);

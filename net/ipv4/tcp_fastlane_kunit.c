@@ -451,7 +451,25 @@ static void fastlane_deferred_resend(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, tcp_fastlane_within_rate(0, 10));
 }
 
+static void fastlane_tail_push(struct kunit *test)
+{
+	/* the recovery's last retransmission is the tail, new data held */
+	KUNIT_EXPECT_TRUE(test, tcp_fastlane_tail_pushes(true, true, true, true, 1, 1));
+	KUNIT_EXPECT_TRUE(test, tcp_fastlane_tail_pushes(true, true, true, true, 3, 3));
+	/* more lost segments to resend: not the last retransmission */
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_tail_pushes(true, true, true, true, 2, 1));
+	/* no hold (the recovery is over), or nothing held */
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_tail_pushes(false, true, true, true, 1, 1));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_tail_pushes(true, false, true, true, 1, 1));
+	/* the tail is no notified segment (a pushed one, or a segment after
+	 * the loss still in flight), or it is not resent
+	 */
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_tail_pushes(true, true, false, true, 1, 1));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_tail_pushes(true, true, true, false, 1, 0));
+}
+
 static struct kunit_case fastlane_tcp_cases[] = {
+	KUNIT_CASE(fastlane_tail_push),
 	KUNIT_CASE(fastlane_deferred_resend),
 	KUNIT_CASE(fastlane_data_verdict),
 	KUNIT_CASE(fastlane_data_handler_bound),

@@ -60,6 +60,7 @@ struct fastlane_sched_data {
 	u8			configured;	/* by init: the defaults are set */
 	struct fastlane_tb	tb;
 	struct sk_buff_head	pending;	/* to be sent by work */
+	u32			pending_bytes;	/* their length (pending.lock) */
 	struct work_struct	work;
 	struct tc_fastlane_xstats stats;
 };
@@ -370,8 +371,16 @@ static void fastlane_work(struct work_struct *work)
 	struct sk_buff *nskb;
 
 	rcu_read_lock();
-	while ((nskb = skb_dequeue(&q->pending)))
+	for (;;) {
+		spin_lock_bh(&q->pending.lock);
+		nskb = __skb_dequeue(&q->pending);
+		if (nskb)
+			q->pending_bytes -= nskb->len;
+		spin_unlock_bh(&q->pending.lock);
+		if (!nskb)
+			break;
 		fastlane_send(net, nskb);
+	}
 	rcu_read_unlock();
 }
 
@@ -382,11 +391,8 @@ static void fastlane_notify(struct Qdisc *sch, struct sk_buff *skb)
 	struct net_device *dev = qdisc_dev(sch);
 	bool l2 = netif_is_bridge_port(dev) && dev->type == ARPHRD_ETHER;
 	struct sk_buff *nskb;
+	bool admitted;
 
-	if (skb_queue_len(&q->pending) >= FASTLANE_PENDING_MAX) {
-		q->stats.nf_cap_drops++;
-		return;
-	}
 	nskb = fastlane_notification(skb, q->dscp, l2);
 	if (!nskb) {
 		q->stats.nf_not_tcp++;
@@ -394,8 +400,25 @@ static void fastlane_notify(struct Qdisc *sch, struct sk_buff *skb)
 	}
 	fastlane_cb(nskb)->iif = skb->skb_iif;
 	fastlane_cb(nskb)->l2 = l2;
+	/* the hand-off to the work is bounded by the port's buffer only:
+	 * its drops are counted apart from the buffer cap's (nf_limit)
+	 */
+	spin_lock(&q->pending.lock);
+	admitted = fastlane_pending_admit(q->pending_bytes, nskb->len,
+					  READ_ONCE(sch->limit));
+	if (admitted) {
+		__skb_queue_tail(&q->pending, nskb);
+		q->pending_bytes += nskb->len;
+		q->stats.nf_pending_max = max(q->stats.nf_pending_max,
+					      skb_queue_len(&q->pending));
+	}
+	spin_unlock(&q->pending.lock);
+	if (!admitted) {
+		q->stats.nf_pending_drops++;
+		kfree_skb(nskb);
+		return;
+	}
 	q->stats.nf_generated++;
-	skb_queue_tail(&q->pending, nskb);
 	queue_work(system_bh_wq, &q->work);
 }
 
@@ -622,6 +645,7 @@ static void fastlane_destroy(struct Qdisc *sch)
 
 	cancel_work_sync(&q->work);
 	skb_queue_purge(&q->pending);
+	q->pending_bytes = 0;
 }
 
 static int fastlane_dump(struct Qdisc *sch, struct sk_buff *skb)

@@ -34,8 +34,6 @@
 #define FASTLANE_NF_RATE_PERCENT	1
 /* The codepoint notifications carry unless configured otherwise */
 #define FASTLANE_DEFAULT_DSCP		0x2d
-/* Notifications built here and waiting to leave through another port */
-#define FASTLANE_PENDING_MAX		64
 
 /* Rewrite an IPv4 header into a notification's: swap the addresses and
  * set the DSCP, keeping the ECN field and the total length (of a first
@@ -97,6 +95,19 @@ static inline void fastlane_tb_charge(struct fastlane_tb *tb, u64 rate,
 {
 	if (rate)
 		tb->tokens -= len;
+}
+
+/* May a notification of @len bytes join the @pending_bytes of those built
+ * at a port and waiting to be sent (by its BH work)?  They are bounded by
+ * the port's buffer, @limit bytes, for memory only: a notification that
+ * is not handed off is a drop only the sender's RTO repairs, the very
+ * timeout FastLane exists to avoid (2520 notifications of 52 bytes at a
+ * 128 KB port; far more than a burst makes before the work runs).
+ */
+static inline bool fastlane_pending_admit(u32 pending_bytes, unsigned int len,
+					  u32 limit)
+{
+	return len <= limit && pending_bytes <= limit - len;
 }
 
 #if IS_ENABLED(CONFIG_KUNIT)

@@ -390,7 +390,48 @@ static void fastlane_test_tb_caps_rate(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tb.tokens, 0);
 }
 
+/* How many notifications of @len bytes join the hand-off queue of a port
+ * of @limit bytes before the work sends any
+ */
+static u32 pending_fit(u32 len, u32 limit)
+{
+	u32 bytes = 0, n = 0;
+
+	while (n < 100000 && fastlane_pending_admit(bytes, len, limit)) {
+		bytes += len;
+		n++;
+	}
+	return n;
+}
+
+static void fastlane_test_pending_bounded_by_buffer(struct kunit *test)
+{
+	struct sk_buff *skb = make_pkt(test, false, 0, IPPROTO_TCP);
+	struct sk_buff *n = fastlane_notification(skb, NF_DSCP, false);
+	u32 len;
+
+	KUNIT_ASSERT_NOT_NULL(test, n);
+	/* IPv4, TCP and 12 bytes of options: 52 bytes */
+	len = n->len;
+	KUNIT_EXPECT_EQ(test, len, 52);
+	/* no count limit (it was 64): the port's buffer in bytes */
+	KUNIT_EXPECT_EQ(test, pending_fit(len, 128 * 1024), 2520);
+	KUNIT_EXPECT_EQ(test, pending_fit(len, 64 * 1024), 1260);
+	KUNIT_EXPECT_EQ(test, pending_fit(len, 2600), 50);
+	/* exactly full, one byte short, and a notification above the buffer */
+	KUNIT_EXPECT_TRUE(test, fastlane_pending_admit(2600 - len, len, 2600));
+	KUNIT_EXPECT_FALSE(test, fastlane_pending_admit(2600 - len + 1, len, 2600));
+	KUNIT_EXPECT_FALSE(test, fastlane_pending_admit(0, len, len - 1));
+	KUNIT_EXPECT_TRUE(test, fastlane_pending_admit(0, len, len));
+	/* no wrap near the top of u32 */
+	KUNIT_EXPECT_FALSE(test, fastlane_pending_admit(U32_MAX - 10, len, U32_MAX));
+	KUNIT_EXPECT_TRUE(test, fastlane_pending_admit(U32_MAX - len, len, U32_MAX));
+	kfree_skb(n);
+	kfree_skb(skb);
+}
+
 static struct kunit_case fastlane_cases[] = {
+	KUNIT_CASE(fastlane_test_pending_bounded_by_buffer),
 	KUNIT_CASE(fastlane_test_ipv4_routed),
 	KUNIT_CASE(fastlane_test_ipv4_bridged),
 	KUNIT_CASE(fastlane_test_ipv6),

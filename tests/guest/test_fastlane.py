@@ -26,6 +26,7 @@ TC = os.environ.get("DCNET_TC", "tc")
 DSCP = 45
 ETH_P_ALL = 0x0003
 SO_RCVBUFFORCE = 33
+SO_SNDBUFFORCE = 32
 # NOP NOP timestamps: options a notification must keep
 TCP_OPTS = bytes([1, 1, 8, 10, 0, 0, 0x12, 0x34, 0, 0, 0, 0])
 PAYLOAD = 1000
@@ -122,20 +123,30 @@ class Port:
         tc(f"qdisc add dev h2 parent 1:1 handle 10: fastlane {fl}", self.sw)
         return self
 
+    def resize(self, fl):
+        """change the FastLane qdisc in place (tc qdisc change): a reset
+        would destroy the notifications it holds and those waiting for its
+        work item, and the drops they report would be left to the RTO"""
+        tc(f"qdisc change dev h2 parent 1:1 handle 10: fastlane {fl}", self.sw)
+        return self
+
     def stats(self):
         for q in json.loads(tc("-s -j qdisc show dev h2", self.sw)):
             if q["kind"] == "fastlane":
                 return q
         raise AssertionError("no fastlane qdisc")
 
-    def burst(self, v6, seqs, proto=6, tos=0, payload=PAYLOAD, sport=40000, dport=5001):
-        """send one frame per sequence number from h1 to h2 at once"""
+    def burst(self, v6, seqs, proto=6, tos=0, payload=PAYLOAD, sport=40000, dport=5001, sndbuf=0):
+        """send one frame per sequence number from h1 to h2 at once
+        (sndbuf: the socket's send buffer, for frames a qdisc holds)"""
         src, dst = self.addrs[v6]
         frames = [frame(v6, self.h1_mac, self.next_hop_mac, src, dst,
                         tcp_segment(sport, dport, s, b"\x5a" * payload), proto=proto, tos=tos)
                   for s in seqs]
         with netns(self.lab.ns("h1")):
             s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+            if sndbuf:
+                s.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, sndbuf)
             s.bind(("eth0", 0))
             for f in frames:
                 s.send(f)
@@ -285,6 +296,81 @@ def test_caps_hold_under_a_notification_storm(routed):
     capped = st["nf_bytes"] - st["nf_sent_idle"] * 66
     assert capped <= 125 * elapsed + 1638 + 66 * 4, st
     assert st["drops"] >= st["nf_cap_drops"]
+
+
+SLOT_S = 3
+
+
+def batched_burst(port, seqs):
+    """Port.burst, but the frames reach the router all at once: netem's
+    slots on h1's eth0 hold them until the slot opens and then release them
+    together (one softirq run forwards many), so that the port drops many
+    before its BH work sends any of their notifications"""
+    h1 = port.lab.ns("h1")
+    tc(f"qdisc add dev eth0 root netem slot {SLOT_S}s {SLOT_S}s limit 10000", h1)
+    try:
+        t0 = time.time()
+        # the frames netem holds count against the socket's send buffer:
+        # with the default one, the writer blocked until a slot opened
+        # (260 frames took 2 and 2 slots: 4.9 s at 2 s, 24.5 s at 12 s)
+        iplen = port.burst(False, seqs, sndbuf=64 << 20)
+        sent_in = time.time() - t0
+        # the slot opens SLOT_S after the first frame: the burst must be
+        # in by then
+        assert sent_in < SLOT_S - 0.5, f"the burst took {sent_in:.1f} s to write"
+        time.sleep(SLOT_S - sent_in + 3)
+    finally:
+        tc("qdisc del dev eth0 root", h1, check=False)
+    return iplen
+
+
+def test_pending_hand_off_holds_a_burst(routed):
+    """Issue 20 (incast RTOs): the notifications a port builds wait for its
+    BH work to send them.  That hand-off held at most 64, and dropped the
+    rest: a drop nobody was told of, which only the sender's RTO repairs.
+    It is now bounded by the port's buffer in bytes only: a burst of drops
+    with far more than 64 notifications waiting at once is notified
+    entirely, with no buffer-cap or hand-off drops"""
+    # 64 KB hold ~60 of these frames: the rest of 260 is dropped
+    port = routed.reset(rate=SLOW, fl=f"limit 64kb rate {SLOW}")
+    seqs = [1000 + i * PAYLOAD for i in range(260)]
+    t, got = port.capture(SLOT_S + 8)
+    time.sleep(0.3)
+    batched_burst(port, seqs)
+    t.join()
+    st = port.stats()
+    nfs = notifications(got)
+    print(f"{len(seqs)} sent, {st['drops']} dropped, {len(nfs)} notifications at h1, stats {st}")
+    assert st["drops"] >= 150, st
+    # more waited at once than the old limit let through
+    assert st["nf_pending_max"] > 64, st
+    assert st["nf_pending_drops"] == 0 and st["nf_cap_drops"] == 0, st
+    assert st["nf_generated"] == st["drops"], st
+    assert len(nfs) == st["drops"], "not every drop was notified"
+    assert st["nf_pending"] == 0, "notifications left behind"
+
+
+def test_pending_hand_off_bounded_by_the_buffer(routed):
+    """... and at a port of 2600 bytes (50 notifications of 52 bytes) the
+    same burst fills the hand-off: what does not fit is dropped and counted
+    in nf_pending_drops, apart from the paper's 2.5% buffer cap
+    (nf_cap_drops); everything handed off is sent"""
+    port = routed.reset(rate=SLOW, fl=f"limit 2600 rate {SLOW}")
+    seqs = [1000 + i * PAYLOAD for i in range(260)]
+    t, got = port.capture(SLOT_S + 8)
+    time.sleep(0.3)
+    iplen = batched_burst(port, seqs)
+    t.join()
+    st = port.stats()
+    nfs = notifications(got)
+    print(f"{len(seqs)} sent, {st['drops']} dropped, {len(nfs)} notifications at h1, stats {st}")
+    nf_len = 20 + 20 + len(TCP_OPTS)
+    assert iplen > 2600 // 3
+    assert st["nf_pending_drops"] > 0, st
+    assert st["nf_pending_max"] <= 2600 // nf_len, st
+    assert st["nf_cap_drops"] == 0, st
+    assert st["nf_generated"] + st["nf_pending_drops"] == st["drops"], st
+    assert len(nfs) == st["nf_generated"], "a notification handed off was not sent"
 
 
 # ------------------------------------------------------------ the host side
@@ -812,6 +898,67 @@ def test_no_new_data_while_recovering(blocked, v6):
         b.release()
 
 
+TAIL_KEYS = FL_KEYS + ["TcpExtTCPFastLaneTailPush", "TcpExtTCPTimeouts"]
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_tail_push_new_data_leaves_with_the_last_retransmission(blocked, v6):
+    """Issue 20 (incast, a departure from the paper): new data held by the
+    recovery goes out, one segment, with the recovery's last retransmission
+    when that is the last segment in flight, instead of waiting for the
+    receiver's delayed ACK of a lone retransmission (40 ms).  A connection
+    with one segment in flight: its notification starts the recovery and
+    resends it; data written then is held (nothing to push it with); a
+    notification for the resend resends it again, and one new segment, of
+    at most one MSS, leaves with it (the path is blocked: no ACK ever lets
+    it go otherwise)"""
+    b = blocked.connect(v6)
+    try:
+        segs = b.send_and_capture(1000, 1.5)
+        assert segs, "no data in flight"
+        _, p0, raw0 = latest(segs)[-1]
+        top = offset(p0, p0) + tcp_payload_len(p0)
+        n0 = nstat(b.h1)
+        t, got = b.watch(1.5)
+        time.sleep(0.2)
+        b.notify(raw0)
+        time.sleep(0.3)
+        b.conn.c.send(b"z" * 4 * 1448)
+        t.join()
+        d = delta(n0, nstat(b.h1), TAIL_KEYS)
+        data = [(ts, p, raw) for ts, out, raw in got for p in [parse(raw)]
+                if p and not out and p["dport"] == b.conn.port and tcp_payload_len(p) > 0]
+        new = [offset(p, p0) for _, p, _ in data if offset(p, p0) >= top]
+        print(f"first notification: {d}, new data at {new}")
+        assert d["TcpExtTCPFastLaneNotify"] == 1 and d["TcpExtTCPFastLaneRetrans"] == 1, d
+        assert new == [] and d["TcpExtTCPFastLaneTailPush"] == 0, "new data was sent while recovering"
+        resent = latest([f for f in data if f[1]["seq"] == p0["seq"]])
+        assert resent, "the notified segment was not resent"
+        # the resend is dropped too: its notification
+        n1 = nstat(b.h1)
+        t, got2 = b.watch(1.5)
+        time.sleep(0.2)
+        t_nf = time.time()
+        b.notify(resent[-1][2])
+        t.join()
+        d = delta(n1, nstat(b.h1), TAIL_KEYS)
+        data2 = [(ts, p) for ts, out, raw in got2 for p in [parse(raw)]
+                 if p and not out and p["dport"] == b.conn.port and tcp_payload_len(p) > 0 and ts >= t_nf]
+        again = [ts for ts, p in data2 if p["seq"] == p0["seq"]]
+        new = [(ts, offset(p, p0), tcp_payload_len(p)) for ts, p in data2 if offset(p, p0) >= top]
+        print(f"second notification: {d}, resent at {again}, new data {new}")
+        assert d["TcpExtTCPFastLaneNotify"] == 1 and d["TcpExtTCPFastLaneRetrans"] == 1, d
+        assert again, "the notified resend was not resent"
+        assert d["TcpExtTCPFastLaneTailPush"] == 1, d
+        # one segment, the first held one, right behind the resend
+        assert len(new) == 1 and new[0][1] == top, new
+        assert 0 < new[0][2] <= 1448, new
+        assert new[0][0] >= again[0]
+        assert d["TcpExtTCPTimeouts"] == 0, d
+    finally:
+        b.release()
+
+
 def first(frames, pred):
     for ts, out, raw in list(frames):
         p = parse(raw)
@@ -1143,9 +1290,6 @@ def test_forged_flood_does_not_starve_genuine(blocked, v6):
         b.release()
 
 
-SO_SNDBUFFORCE = 32
-
-
 @pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
 def test_notifications_wait_in_backlog_while_socket_owned(blocked, v6):
     """Defect 5: notifications that find the socket owned by the user
@@ -1308,13 +1452,14 @@ def test_rate_limited_notification_is_not_a_timeout(routed):
     conn = None
     try:
         conn = Conn(lab, False, port=7300)
-        keys = FL_KEYS + ["TcpExtTCPTimeouts", "TcpExtTCPFastLaneDeferred"]
+        keys = FL_KEYS + ["TcpExtTCPTimeouts", "TcpExtTCPFastLaneDeferred", "TcpExtTCPFastLaneTailPush"]
         n0 = nstat(h1)
         conn.c.sendall(b"x" * 10 * 1448)        # the initial window
         # 4 s: past the RTO the flight would wait for after its loops end
         time.sleep(4)
         mid = delta(n0, nstat(h1), keys)
-        port.reset(rate="10mbit", fl="limit 64kb rate 10mbit")
+        # in place: a new qdisc would lose the notifications in flight
+        port.resize("limit 64kb rate 10mbit")
         end = time.time() + 20
         while conn.received < 10 * 1448 and time.time() < end:
             time.sleep(0.1)

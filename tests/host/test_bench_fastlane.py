@@ -64,9 +64,9 @@ def test_host_counters_in_results_and_report(tmp_path):
     assert inc["host"]["BoundLowest"] == 17
     fastlane.report(res, [], str(tmp_path))
     text = (tmp_path / "report.md").read_text()
-    # Notify ... Deferred in FL_COUNTERS' order, then the RTOs
-    assert "| 40% | tcp-fastlane | 40 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 3 | 0 | 0 | 17 | 0 | 0 | 3 |" in text
-    assert "| 8 | tcp-fastlane | 40 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 3 | 0 | 0 | 17 | 0 | 0 | 1 |" in text
+    # Notify ... Deferred, TailPush in FL_COUNTERS' order, then the RTOs
+    assert "| 40% | tcp-fastlane | 40 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 3 | 0 | 0 | 17 | 0 | 0 | 0 | 3 |" in text
+    assert "| 8 | tcp-fastlane | 40 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 3 | 0 | 0 | 17 | 0 | 0 | 0 | 1 |" in text
     # only the FastLane schemes have a row in the counters' tables
     assert "| 40% | tcp | 0 |" not in text
 
@@ -135,3 +135,24 @@ def test_goals_not_measured():
     assert g["incast"]["status"] == "not measured" and "FastLane alone: query p99 50.0 ms" in g["incast"]["detail"]
     # incast cells with an elapsed time count for the rate cap: 5000 B in 6 s of 25 MB/s
     assert g["caps"]["status"] == "met" and g["caps"]["cells"][0]["rate_max"] == pytest.approx(5000 / 6 / 25e6)
+
+
+def test_incast_reports_the_notification_hand_off():
+    """issue 20 (incast RTOs): the ports' hand-off of notifications to their
+    work, the most waiting at once and those dropped there, per incast cell
+    (the largest over the ports, the sum of drops), in results.json and in
+    the incast table; older raw records without them read as 0"""
+    raw = raw_doc()
+    c = next(c for c in raw["incast"] if c["scheme"] == "tcp-fastlane")
+    c["ports"] = {"agg": dict(c["ports"]["agg"], nf_pending_max=81, nf_pending_drops=2),
+                  "w0": dict(c["ports"]["agg"], nf_pending_max=5, nf_pending_drops=1)}
+    res = fastlane.analyse(raw)
+    row = next(r for r in res["incast"] if r["scheme"] == "tcp-fastlane")
+    assert (row["nf_pending_max"], row["nf_pending_drops"]) == (81, 3)
+    tcp = next(r for r in res["incast"] if r["scheme"] == "tcp")
+    assert (tcp["nf_pending_max"], tcp["nf_pending_drops"]) == (0, 0)
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        fastlane.report(res, [], d)
+        text = open(os.path.join(d, "report.md")).read()
+    assert "| 81 / 3 |" in text and "hand-off max / drops" in text
