@@ -98,14 +98,18 @@ bench-htb: deps kernel-release tools
 
 # Presto (docs/presto.md): Optimal, ECMP, MPTCP, ECMP over the spanning
 # trees and Presto's flowcells on the testbed's Clos, every workload of
-# Fig. 15 and mice beside elephants (testbed/experiments/presto.json).
+# Fig. 15 and mice beside elephants (testbed/experiments/presto.json);
+# the receiver (Fig. 5), the CPU cost (Fig. 6), flowlets (Fig. 13), the
+# oversubscription benchmark (Figs. 10-12) and failover (Figs. 17-18).
 bench-presto: deps kernel-release tools ovs
 	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/presto.json --out $(RESULTS)/bench-presto --repeat $(REPEAT)
 	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/presto-rx.json --out $(RESULTS)/bench-presto-rx --repeat $(REPEAT)
 	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/presto-cpu.json --out $(RESULTS)/bench-presto-cpu --repeat $(REPEAT)
 	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/presto-cpu-clos.json --out $(RESULTS)/bench-presto-cpu-clos --repeat $(REPEAT)
 	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/presto-flowlet.json --out $(RESULTS)/bench-presto-flowlet --repeat $(REPEAT)
-	@echo "report: $(RESULTS)/bench-presto/report.md (Fig. 15/16), $(RESULTS)/bench-presto-rx/report.md (Fig. 5), $(RESULTS)/bench-presto-cpu/report.md (Fig. 6), $(RESULTS)/bench-presto-cpu-clos/report.md (Fig. 6 under reordering), $(RESULTS)/bench-presto-flowlet/report.md (Fig. 13)"
+	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/presto-oversub.json --out $(RESULTS)/bench-presto-oversub --repeat $(REPEAT)
+	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/presto-failover.json --out $(RESULTS)/bench-presto-failover --repeat $(REPEAT)
+	@echo "report: $(RESULTS)/bench-presto/report.md (Fig. 15/16), $(RESULTS)/bench-presto-rx/report.md (Fig. 5), $(RESULTS)/bench-presto-cpu/report.md (Fig. 6), $(RESULTS)/bench-presto-cpu-clos/report.md (Fig. 6 under reordering), $(RESULTS)/bench-presto-flowlet/report.md (Fig. 13), $(RESULTS)/bench-presto-oversub/report.md (Figs. 10-12), $(RESULTS)/bench-presto-failover/report.md (Figs. 17-18)"
 
 # Flowlet switching with gaps of 2-50 ms (this rig's regime, Fig. 13)
 # beside Optimal, Presto and l2ecmp on stride: 31 min of wall time

@@ -182,18 +182,26 @@ def monotonic_us():
     return int(time.clock_gettime(time.CLOCK_MONOTONIC) * 1e6)
 
 
-def sockperf_rtts(path):
-    """Sorted round-trip times (us) from a sockperf --full-log file, which
-    it then removes; None when it holds none.  sockperf logs the half
-    round trip ("latency")."""
-    rtts = []
+def sockperf_samples(path):
+    """The samples of a sockperf --full-log file, which it then removes:
+    (send time in s, round-trip time in us) in the order logged; None
+    when it holds none.  sockperf logs "packet, txTime(sec), rxTime(sec),
+    latency(usec)", the latency being half the round trip."""
+    out = []
     try:
         with open(path) as f:
             for line in f:
                 parts = line.split(",")
                 if len(parts) == 4 and parts[0].strip().isdigit():
-                    rtts.append(2 * float(parts[3]))
+                    out.append((float(parts[1]), 2 * float(parts[3])))
         os.unlink(path)
     except (OSError, ValueError):
         return None
-    return sorted(rtts) or None
+    return out or None
+
+
+def sockperf_rtts(path):
+    """Sorted round-trip times (us) from a sockperf --full-log file, which
+    it then removes; None when it holds none."""
+    samples = sockperf_samples(path)
+    return sorted(r for _t, r in samples) if samples else None

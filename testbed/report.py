@@ -346,6 +346,46 @@ def mptcp_subflows(r, meta):
     return dict(want=want, samples=mptcp_summary(samples, want))
 
 
+def stages(r):
+    """A run with faults, cut into stages at the times its faults were
+    applied (Presto Figs. 17-18: before the first, between, after the
+    last): per stage its span, the elephants' mean and lowest throughput
+    over the whole seconds inside it (iperf3's 1 s intervals from each
+    flow's start; the first second, slow start, and the second a fault
+    lands in are left out) and the RTT probe's samples sent in it (p50,
+    p99, p99.9; the probe's send times on the run's clock, run.py's
+    rtt_series), and the controller's reaction to each fault (stage
+    times).  None for a run without faults."""
+    faults = [f for f in (r.get("faults") or []) if f.get("applied") and f.get("t_s") is not None]
+    if not faults:
+        return None
+    cuts = [0.0] + sorted(float(f["t_s"]) for f in faults) + [float(r["duration_s"])]
+    names = ["before"] + [f"after {f['action']} {f['node']}:{f['port']}"
+                          for f in sorted(faults, key=lambda f: f["t_s"])]
+    series = (r.get("rtt_us") or {}).get("series")
+    eleph = [f for f in r["flows"] if f["kind"] == "elephant" and f.get("intervals_bps")]
+    out = []
+    for i, name in enumerate(names):
+        a, b = cuts[i], cuts[i + 1]
+        # second k covers [k, k + 1): whole seconds inside [a, b), not the first
+        secs = [k for k in range(max(1, int(a) + (a > int(a))), int(b)) if k + 1 <= b]
+        per_flow = []
+        for f in eleph:
+            xs = [f["intervals_bps"][k] for k in secs if k < len(f["intervals_bps"])]
+            if xs:
+                per_flow.append(statistics.mean(xs))
+        rt = [x[1] for x in series if a <= x[0] < b] if series else []
+        out.append(dict(stage=name, from_s=round(a, 3), to_s=round(b, 3), seconds=len(secs),
+                        mean_bps=statistics.mean(per_flow) if per_flow else None,
+                        min_bps=min(per_flow) if per_flow else None,
+                        rtt_n=len(rt), rtt_p50_us=pct(rt, 50) if rt else None,
+                        rtt_p99_us=pct(rt, 99) if rt else None, rtt_p999_us=pct(rt, 99.9) if rt else None))
+    return dict(stages=out, rtt_series=series is not None,
+                controller=[dict(cause=e.get("cause", ""), fabric_s=e.get("fabric_s"), groups_s=e.get("groups_s"),
+                                 groups_changed=e.get("groups_changed"))
+                            for e in (r.get("controller_events") or [])])
+
+
 def analyse(raw):
     meta = raw["meta"]
     link_bps = (meta.get("link_mbit") or 0) * 1e6 or None
@@ -376,7 +416,8 @@ def analyse(raw):
             drops=sum(p.get("drops", 0) for p in ports),
             marks=sum(p.get("marks", 0) for p in ports),
             notifications=notification_overhead(ports, r["duration_s"], meta),
-            rtt_us=r.get("rtt_us"),
+            rtt_us=({k: v for k, v in r["rtt_us"].items() if k != "series"} if r.get("rtt_us") else None),
+            stages=stages(r),
             cpu=r.get("cpu"),
             receiver=receiver(r),
             cpu_cost=cpu_cost(r),
@@ -556,6 +597,32 @@ def markdown(res, pngs, out):
             n = r["notifications"]
             L.append(f"| {r['scheme']} | {r['workload']} | {n['generated']} | {n['sent']} | {n['cap_drops']} |"
                      f" {frac(n['max_rate_share'], 2)} | {frac(n['max_buffer_share'], 2)} |")
+    st = [r for r in res["runs"] if r.get("stages")]
+    if st:
+        L += ["", "## Stages of a failure (Presto Figs. 17-18)", "",
+              "Each run cut at the times its faults were applied. Elephants: mean and lowest of the flows' "
+              "throughput over the whole seconds inside the stage (iperf3's 1 s intervals; a flow's first "
+              "second and the second a fault lands in left out). RTT: the probe's samples sent in the stage.",
+              "", "| scheme | workload | stage | from-to (s) | seconds | elephant mean (Mbit/s) | of before | min |"
+              " RTT p50 | RTT p99 | RTT p99.9 | RTT samples |", "|" + "---|" * 12]
+        for r in st:
+            base = r["stages"]["stages"][0]["mean_bps"]
+            for x in r["stages"]["stages"]:
+                rel = frac(x["mean_bps"] / base) if base and x["mean_bps"] is not None else "-"
+                L.append(f"| {r['scheme']} | {r['workload']} | {x['stage']} | {x['from_s']:g}-{x['to_s']:g} |"
+                         f" {x['seconds']} | {mbit(x['mean_bps'])} | {rel} | {mbit(x['min_bps'])} |"
+                         f" {us(x['rtt_p50_us'])} | {us(x['rtt_p99_us'])} | {us(x['rtt_p999_us'])} |"
+                         f" {x['rtt_n'] if r['stages']['rtt_series'] else 'no times'} |")
+        ctl = [(r, e) for r in st for e in r["stages"]["controller"]]
+        if ctl:
+            L += ["", "The controller's reaction to each fault (Presto's controller, testbed/presto.py): "
+                  "fabric entries moved, then the senders' groups rewritten.", "",
+                  "| scheme | workload | cause | fabric entries (s) | groups rewritten (s) | groups changed |",
+                  "|---|---|---|---|---|---|"]
+            for r, e in ctl:
+                f2 = (lambda v: "-" if v is None else f"{v:.3f}")
+                L.append(f"| {r['scheme']} | {r['workload']} | {e['cause']} | {f2(e['fabric_s'])} |"
+                         f" {f2(e['groups_s'])} | {e['groups_changed']} |")
     rx = [r for r in res["runs"] if r.get("receiver")]
     if rx:
         L += ["", "## Receiver: what reaches TCP (Presto Fig. 5)", "",

@@ -126,18 +126,36 @@ def sched_sport_base(lane, nflows):
     return SPORT_BASE + lane * SPORT_LANE
 
 
-def parse_fulllog(path):
-    from netlab import sockperf_rtts
+def rtt_series(samples, refs, span_s=3600.0):
+    """[[t, rtt_us], ...] with t in seconds from the measured interval's
+    start, when the probe's send times are on one of the clocks in refs
+    (each: that clock's reading at the interval's start; sockperf's
+    clock depends on its build), else None"""
+    t_first = samples[0][0]
+    for ref in refs:
+        if ref is not None and -span_s < t_first - ref < span_s:
+            return [[round(t - ref, 4), round(r, 1)] for t, r in samples]
+    return None
+
+
+def parse_fulllog(path, refs=None):
+    """the RTT probe's summary; with refs (rtt_series'), also each
+    sample against time ("series"), for runs with faults"""
+    from netlab import sockperf_samples
     from dcnet.stats import percentile
-    rtts = sockperf_rtts(path)
-    if not rtts:
+    samples = sockperf_samples(path)
+    if not samples:
         return None
+    rtts = sorted(r for _t, r in samples)
 
     def q(p):
         return percentile(rtts, p * 100)
     ps = [i / 100 for i in range(100)] + [0.995, 0.999, 1.0]
-    return dict(n=len(rtts), p50=q(0.5), p90=q(0.9), p99=q(0.99), p999=q(0.999),
-                cdf=[[q(p), p] for p in ps])
+    rec = dict(n=len(rtts), p50=q(0.5), p90=q(0.9), p99=q(0.99), p999=q(0.999),
+               cdf=[[q(p), p] for p in ps])
+    if refs:
+        rec["series"] = rtt_series(samples, refs)
+    return rec
 
 
 def wait_listening(fab, node, ports, timeout=300.0):
@@ -461,6 +479,8 @@ def run_one(fab, scheme, wl, flows, exp):
         p.stdin = None          # or communicate() flushes the closed pipe
     faults = Faults(fab, exp.get("faults", []), omit)
     faults.start()
+    # the measured interval's start on both clocks sockperf may log in
+    clock_refs = (faults.t0, time.monotonic() + omit) if exp.get("faults") else None
     # TCP_INFO of the elephants during the run (testbed/counters.py)
     import counters
     ss_samples = []
@@ -557,7 +577,7 @@ def run_one(fab, scheme, wl, flows, exp):
         except subprocess.TimeoutExpired:
             probe.kill()
             _o, perr = probe.communicate()
-        rtt = parse_fulllog(log)
+        rtt = parse_fulllog(log, clock_refs)
         if rtt is None:
             print(f"run: the sockperf probe logged no RTT (exit {probe.returncode}): {(perr or '')[-400:]}",
                   flush=True)
@@ -734,7 +754,7 @@ def guest_main(a):
                     params = {k: v for k, v in part.items() if k not in ("name", "with", "label")}
                     params.setdefault("duration_s", exp.get("duration_s", 10))
                     params.setdefault("link_mbit", topo.link_mbit)
-                    if part["name"] in ("random", "bijection", "oldi") and base.kind == "clos":
+                    if part["name"] in ("random", "bijection", "oldi", "pairs") and base.kind == "clos":
                         # not under the sender's leaf (Presto Sec. 5), and
                         # the same flows for every scheme (Optimal too)
                         params.setdefault("hosts_per_leaf", base.hosts_per_leaf)

@@ -21,6 +21,10 @@ Elephant patterns (Presto, Sec. 5, after Hedera and MPTCP):
   shuffle     every host to every other host, in random order, two
               transfers at a time (each flow's "lane", 0 or 1, is a chain
               of transfers one after the other)
+  pairs       `count` elephants from the first leaf's hosts to the second
+              leaf's (host i of leaf 1 to host i of leaf 2): Presto's
+              oversubscription benchmark (Fig. 4b), where 2 to 8 pairs
+              share 2 spines
 The Presto paper's random and bijection never pick a destination in the
 sender's own pod: with hosts_per_leaf (hosts h1.. placed on leaves in
 order, as testbed/fabric.py does) neither picks one under the same leaf.
@@ -120,6 +124,17 @@ def random_pattern(hosts, seed=1, duration_s=10, hosts_per_leaf=None, **_):
     allowed = _other_pod(len(hosts), hosts_per_leaf)
     return _ports([dict(src=h, dst=hosts[rng.choice(allowed[i])], kind="elephant",
                         duration_s=duration_s) for i, h in enumerate(hosts)])
+
+
+def pairs(hosts, count=2, hosts_per_leaf=None, duration_s=10, **_):
+    """count elephants, host i of the first leaf to host i of the second
+    (Presto Fig. 4b: the pairs from L1 to L2 share the spines)"""
+    if not hosts_per_leaf or len(hosts) < 2 * hosts_per_leaf:
+        raise ValueError("pairs needs a Clos of at least two leaves (hosts_per_leaf)")
+    if not 1 <= count <= hosts_per_leaf:
+        raise ValueError(f"pairs: count must be 1-{hosts_per_leaf} (the hosts of one leaf), not {count}")
+    return _ports([dict(src=hosts[i], dst=hosts[hosts_per_leaf + i], kind="elephant", duration_s=duration_s)
+                   for i in range(count)])
 
 
 def shuffle(hosts, seed=1, bytes=1 << 20, parallel=2, **_):
@@ -320,6 +335,7 @@ WORKLOADS = {
     "bijection": bijection,
     "random": random_pattern,
     "shuffle": shuffle,
+    "pairs": pairs,
     "mice": mice,
     "websearch": lambda hosts, **kw: trace(hosts, WEBSEARCH_CDF, **kw),
     "datamining": lambda hosts, **kw: trace(hosts, DATAMINING_CDF, **kw),

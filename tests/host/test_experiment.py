@@ -236,7 +236,7 @@ def test_schema_follows_the_workload_generators():
     fns = {n: workloads.trace if n in ("websearch", "datamining") else fn for n, fn in workloads.WORKLOADS.items()}
     # elephants run for the experiment's duration_s (iperf3 -t), never their own
     not_in_schema = {"stride": {"duration_s"}, "bijection": {"duration_s"}, "random": {"duration_s"},
-                     "shuffle": set(), "mice": set(), "websearch": set(), "datamining": set(), "partagg": set(),
+                     "pairs": {"duration_s"}, "shuffle": set(), "mice": set(), "websearch": set(), "datamining": set(), "partagg": set(),
                      "oldi": set()}
     for kind, extra in (("workload", {"name", "label", "with"}), ("part", {"name"})):
         for name, fn in fns.items():

@@ -188,3 +188,60 @@ def test_guest_exits_non_zero_after_writing_raw(tmp_path, monkeypatch):
     raw = json.loads((tmp_path / "raw.json").read_text())
     assert run.run_failures(raw) == ["ecmp/stride: fault down l1:s1 at 3 s: boom",
                                      "ecmp/bijection: fault down l1:s1 at 3 s: boom"]
+
+
+def test_rtt_series_finds_the_probes_clock():
+    """sockperf's send times are put on the run's clock when they sit on
+    one of the reference clocks; else no series (not a wrong one)"""
+    samples = [(1000.5, 80.0), (1001.25, 90.0), (1007.0, 100.0)]
+    assert run.rtt_series(samples, (1.7e9, 1000.0)) == [[0.5, 80.0], [1.25, 90.0], [7.0, 100.0]]
+    assert run.rtt_series(samples, (1000.0, None)) == [[0.5, 80.0], [1.25, 90.0], [7.0, 100.0]]
+    assert run.rtt_series(samples, (1.7e9, 5e6)) is None
+
+
+def test_parse_fulllog_keeps_the_series_only_when_asked(tmp_path):
+    log = tmp_path / "full.csv"
+    body = "------------------------------\npacket, txTime(sec), rxTime(sec), latency(usec)\n" + \
+        "".join(f"{i}, {100 + i * 0.5:.6f}, {100 + i * 0.5 + 0.001:.6f}, {50 + i}.000\n" for i in range(10))
+    log.write_text(body)
+    rec = run.parse_fulllog(str(log), (1.7e9, 100.0))
+    assert rec["n"] == 10 and rec["p50"] == pytest.approx(2 * 54.5, abs=2)
+    assert rec["series"][0] == [0.0, 100.0] and rec["series"][-1] == [4.5, 118.0]
+    log.write_text(body)
+    assert "series" not in run.parse_fulllog(str(log))
+
+
+def test_stages_cut_a_run_at_its_faults(tmp_path):
+    """Presto Figs. 17-18: throughput and RTT before the first fault,
+    between, after the last; the first second and the seconds a fault
+    lands in are left out; the controller's stage times are listed"""
+    meta = dict(platform="emulated", kernel="k", hosts=["h1", "h2"], link_mbit=10, paper_link_mbit=10000, scale=0.001,
+                started="now", experiment={})
+    ivs = [1e6] + [8e6] * 4 + [3e6] + [6e6] * 4 + [5e6] + [4e6] * 4
+    flows = [dict(id=i, src="h1", dst="h2", kind="elephant", bytes=1, duration_s=15.0, tput_bps=6e6,
+                  fct_us=None, intervals_bps=[x * (1 + i) for x in ivs], deadline_us=None, met_deadline=None)
+             for i in range(2)]
+    series = [[t / 10, 100.0 if t < 50 else (1000.0 if t < 101 else 5000.0)] for t in range(30, 140)]
+    rtt = dict(n=len(series), p50=1000.0, p90=5000.0, p99=5000.0, p999=5000.0, cdf=[[100.0, 0.0]], series=series)
+    faults = [dict(at_s=5, node="l1", port="s1", action="down", applied=True, error=None, t_s=5.02),
+              dict(at_s=10, node="l2", port="s2", action="degrade", mbit=2.5, applied=True, error=None, t_s=10.01)]
+    r = dict(scheme="presto", workload="stride", duration_s=15.0, flows=flows, ports=[], rtt_us=rtt,
+             cpu={"guest": 0.3}, faults=faults, fault_errors=[],
+             controller_events=[dict(cause="down l1:s1", fabric_s=0.012, groups_s=0.4, groups_changed=24)])
+    plain = dict(r, scheme="l2ecmp", faults=[], controller_events=None, rtt_us=dict(rtt, series=None))
+    res = report.build(dict(meta=meta, runs=[r, plain]), str(tmp_path), plot=False)
+    st = res["runs"][0]["stages"]
+    assert [x["stage"] for x in st["stages"]] == ["before", "after down l1:s1", "after degrade l2:s2"]
+    # seconds 1-4, 6-9, 11-14: the mean of the two flows (x1, x2)
+    assert [x["seconds"] for x in st["stages"]] == [4, 4, 4]
+    assert [x["mean_bps"] for x in st["stages"]] == [pytest.approx(12e6), pytest.approx(9e6), pytest.approx(6e6)]
+    assert [x["min_bps"] for x in st["stages"]] == [pytest.approx(8e6), pytest.approx(6e6), pytest.approx(4e6)]
+    assert [x["rtt_p50_us"] for x in st["stages"]] == [100.0, 1000.0, 5000.0]
+    assert [x["rtt_n"] for x in st["stages"]] == [21, 50, 39]
+    assert st["controller"][0]["groups_changed"] == 24
+    assert "series" not in res["runs"][0]["rtt_us"]
+    assert res["runs"][1]["stages"] is None
+    md = (tmp_path / "report.md").read_text()
+    assert "## Stages of a failure (Presto Figs. 17-18)" in md
+    assert "| presto | stride | after down l1:s1 | 5.02-10.01 | 4 | 9.00 | 75% | 6.00 |" in md
+    assert "| presto | stride | down l1:s1 | 0.012 | 0.400 | 24 |" in md

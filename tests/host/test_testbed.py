@@ -31,7 +31,7 @@ def test_bijection_is_a_derangement(seed):
 
 @pytest.mark.parametrize("name", sorted(workloads.WORKLOADS))
 def test_every_workload_has_unique_ports_per_destination(name):
-    flows = workloads.generate(name, HOSTS, seed=3, duration_s=2, link_mbit=10, load=0.4)
+    flows = workloads.generate(name, HOSTS, seed=3, duration_s=2, link_mbit=10, load=0.4, hosts_per_leaf=4)
     assert flows
     seen = set()
     for f in flows:
@@ -262,6 +262,25 @@ def test_random_and_bijection_leave_the_senders_leaf(name, seed):
     assert all(leaf[f["src"]] != leaf[f["dst"]] for f in flows)
     if name == "bijection":
         assert sorted(f["dst"] for f in flows) == sorted(HOSTS)
+
+
+@pytest.mark.parametrize("count", [1, 2, 4])
+def test_pairs_go_from_the_first_leaf_to_the_second(count):
+    """Presto Fig. 4b: n pairs from L1's hosts to L2's, host i to host i"""
+    flows = workloads.generate("pairs", HOSTS, count=count, hosts_per_leaf=4, duration_s=7)
+    assert [(f["src"], f["dst"]) for f in flows] == [(HOSTS[i], HOSTS[4 + i]) for i in range(count)]
+    assert all(f["kind"] == "elephant" and f["duration_s"] == 7 for f in flows)
+
+
+@pytest.mark.parametrize("params,msg", [
+    (dict(count=5, hosts_per_leaf=4), "count must be 1-4"),
+    (dict(count=0, hosts_per_leaf=4), "count must be 1-4"),
+    (dict(count=2), "at least two leaves"),
+    (dict(count=2, hosts_per_leaf=16), "at least two leaves"),
+])
+def test_pairs_refuses_what_the_topology_cannot_hold(params, msg):
+    with pytest.raises(ValueError, match=msg):
+        workloads.generate("pairs", HOSTS, **params)
 
 
 def test_shuffle_two_transfers_at_a_time():
