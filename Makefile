@@ -100,7 +100,8 @@ bench-htb: deps kernel-release tools
 # trees and Presto's flowcells on the testbed's Clos, every workload of
 # Fig. 15 and mice beside elephants (testbed/experiments/presto.json);
 # the receiver (Fig. 5), the CPU cost (Fig. 6), flowlets (Fig. 13), the
-# oversubscription benchmark (Figs. 10-12) and failover (Figs. 17-18).
+# oversubscription benchmark (Figs. 10-12), the trace-driven mice
+# (Table 1) and failover (Figs. 17-18).
 bench-presto: deps kernel-release tools ovs
 	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/presto.json --out $(RESULTS)/bench-presto --repeat $(REPEAT)
 	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/presto-rx.json --out $(RESULTS)/bench-presto-rx --repeat $(REPEAT)
@@ -108,8 +109,9 @@ bench-presto: deps kernel-release tools ovs
 	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/presto-cpu-clos.json --out $(RESULTS)/bench-presto-cpu-clos --repeat $(REPEAT)
 	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/presto-flowlet.json --out $(RESULTS)/bench-presto-flowlet --repeat $(REPEAT)
 	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/presto-oversub.json --out $(RESULTS)/bench-presto-oversub --repeat $(REPEAT)
+	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/presto-trace.json --out $(RESULTS)/bench-presto-trace --repeat $(REPEAT)
 	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/presto-failover.json --out $(RESULTS)/bench-presto-failover --repeat $(REPEAT)
-	@echo "report: $(RESULTS)/bench-presto/report.md (Fig. 15/16), $(RESULTS)/bench-presto-rx/report.md (Fig. 5), $(RESULTS)/bench-presto-cpu/report.md (Fig. 6), $(RESULTS)/bench-presto-cpu-clos/report.md (Fig. 6 under reordering), $(RESULTS)/bench-presto-flowlet/report.md (Fig. 13), $(RESULTS)/bench-presto-oversub/report.md (Figs. 10-12), $(RESULTS)/bench-presto-failover/report.md (Figs. 17-18)"
+	@echo "report: $(RESULTS)/bench-presto/report.md (Fig. 15/16), $(RESULTS)/bench-presto-rx/report.md (Fig. 5), $(RESULTS)/bench-presto-cpu/report.md (Fig. 6), $(RESULTS)/bench-presto-cpu-clos/report.md (Fig. 6 under reordering), $(RESULTS)/bench-presto-flowlet/report.md (Fig. 13), $(RESULTS)/bench-presto-oversub/report.md (Figs. 10-12), $(RESULTS)/bench-presto-trace/report.md (Table 1), $(RESULTS)/bench-presto-failover/report.md (Figs. 17-18)"
 
 # Flowlet switching with gaps of 2-50 ms (this rig's regime, Fig. 13)
 # beside Optimal, Presto and l2ecmp on stride: 31 min of wall time

@@ -386,6 +386,35 @@ def stages(r):
                             for e in (r.get("controller_events") or [])])
 
 
+MICE_BYTES = 100 * 1024      # Presto Table 1: mice are flows under 100 KB
+MICE_BASELINES = ("l2ecmp", "ecmp")
+
+
+def mice_fct(flows):
+    """FCT percentiles of the completed flows under MICE_BYTES, or None"""
+    xs = [f["fct_us"] for f in flows if f.get("fct_us") is not None and f.get("bytes", 0) < MICE_BYTES]
+    if not xs:
+        return None
+    return dict(n=len(xs), p50_us=pct(xs, 50), p90_us=pct(xs, 90), p99_us=pct(xs, 99), p999_us=pct(xs, 99.9))
+
+
+def mice_against_ecmp(runs):
+    """Presto Table 1: each run's mice FCT percentiles against ECMP's on
+    the same workload (ECMP over the trees, l2ecmp, where it ran, else
+    routed ECMP): value / ECMP's - 1, negative is shorter"""
+    for r in runs:
+        r["mice_vs_ecmp"] = None
+        if not r.get("mice_fct"):
+            continue
+        base = next((b for name in MICE_BASELINES for b in runs
+                     if b["scheme"] == name and b["workload"] == r["workload"] and b.get("mice_fct")), None)
+        if base is None or base is r:
+            continue
+        r["mice_vs_ecmp"] = dict(against=base["scheme"], **{
+            k: (r["mice_fct"][k] / base["mice_fct"][k] - 1) if base["mice_fct"][k] else None
+            for k in ("p50_us", "p90_us", "p99_us", "p999_us")})
+
+
 def analyse(raw):
     meta = raw["meta"]
     link_bps = (meta.get("link_mbit") or 0) * 1e6 or None
@@ -411,6 +440,7 @@ def analyse(raw):
             elephant_mean_of_link=(statistics.mean(tputs) / link_bps) if tputs and link_bps else None,
             jain=jain(tputs),
             fct=fct_stats,
+            mice_fct=mice_fct(flows),
             missed_deadlines=sum(1 for f in dl if f.get("met_deadline") is False),
             deadline_flows=len(dl),
             drops=sum(p.get("drops", 0) for p in ports),
@@ -434,6 +464,7 @@ def analyse(raw):
         r["of_optimal"] = (r["elephant_mean_bps"] / o) if o and r["elephant_mean_bps"] is not None else None
     cpu_overheads(meta, runs)
     oldi_compare(runs)
+    mice_against_ecmp(runs)
     # a run whose fault failed (or never happened) is not the run the
     # experiment asked for: the report says FAILED
     failed = [f"{r['scheme']}/{r['workload']}: {e}" for r in runs for e in r["fault_errors"]]
@@ -597,6 +628,20 @@ def markdown(res, pngs, out):
             n = r["notifications"]
             L.append(f"| {r['scheme']} | {r['workload']} | {n['generated']} | {n['sent']} | {n['cap_drops']} |"
                      f" {frac(n['max_rate_share'], 2)} | {frac(n['max_buffer_share'], 2)} |")
+    mv = [r for r in res["runs"] if r.get("mice_fct")]
+    if any(r.get("mice_vs_ecmp") for r in mv):
+        L += ["", "## Mice (< 100 KB) FCT against ECMP (Presto Table 1)", "",
+              "Completed flows under 100 KB; each percentile against ECMP's on the same workload "
+              "(ECMP over the trees, `l2ecmp`, where it ran, else routed ECMP); negative is shorter.", "",
+              "| scheme | workload | mice | p50 | p90 | p99 | p99.9 | p50 | p90 | p99 | p99.9 |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in mv:
+            m, v = r["mice_fct"], r.get("mice_vs_ecmp")
+            rel = (lambda k: "-" if not v or v[k] is None else f"{v[k] * 100:+.0f}%")
+            L.append(f"| {r['scheme']} | {r['workload']} | {m['n']} | {us(m['p50_us'])} | {us(m['p90_us'])} |"
+                     f" {us(m['p99_us'])} | {us(m['p999_us'])} | "
+                     + (" | ".join(rel(k) for k in ("p50_us", "p90_us", "p99_us", "p999_us"))
+                        if v else "baseline | | |") + " |")
     st = [r for r in res["runs"] if r.get("stages")]
     if st:
         L += ["", "## Stages of a failure (Presto Figs. 17-18)", "",

@@ -187,15 +187,18 @@ def cdf_mean(cdf):
     return mean * MSS
 
 
-def trace(hosts, cdf, seed=1, duration_s=10, load=0.4, link_mbit=10, **_):
-    """Poisson arrivals per sender at `load` of its link rate, sizes from cdf"""
+def trace(hosts, cdf, seed=1, duration_s=10, load=0.4, link_mbit=10, hosts_per_leaf=None, **_):
+    """Poisson arrivals per sender at `load` of its link rate, sizes from
+    cdf; with hosts_per_leaf, every receiver is under another leaf (Presto's
+    trace-driven workload: "a random receiver that is not in the same rack")"""
     rng = random.Random(seed)
     rate = load * link_mbit * 1e6 / 8 / cdf_mean(cdf)        # flows/s per host
+    allowed = _other_pod(len(hosts), hosts_per_leaf)
     flows = []
-    for h in hosts:
+    for i, h in enumerate(hosts):
         t = rng.expovariate(rate)
         while t < duration_s:
-            flows.append(dict(src=h, dst=rng.choice([d for d in hosts if d != h]), kind="trace",
+            flows.append(dict(src=h, dst=hosts[rng.choice(allowed[i])], kind="trace",
                               bytes=_sample_cdf(rng, cdf), start_s=round(t, 6)))
             t += rng.expovariate(rate)
     flows.sort(key=lambda f: f["start_s"])

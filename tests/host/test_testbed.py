@@ -90,6 +90,31 @@ def test_report_metrics_and_schema(tmp_path):
     assert "| ecmp | stride | 2 | 3.50 | 35% | 58% |" in (tmp_path / "report.md").read_text()
 
 
+def test_report_mice_against_ecmp(tmp_path):
+    """Presto Table 1: flows under 100 KB, each percentile against ECMP
+    over the trees (l2ecmp) on the same workload; larger flows left out"""
+    raw = raw_doc()
+    base = raw["runs"][0]
+
+    def sized(fcts):
+        return [dict(id=i, src="h1", dst="h9", kind="trace", bytes=50 * 1024, duration_s=10.0, tput_bps=None,
+                     fct_us=float(x), intervals_bps=[], deadline_us=None, met_deadline=None)
+                for i, x in enumerate(fcts)] + \
+            [dict(id=99, src="h1", dst="h9", kind="trace", bytes=200 * 1024, duration_s=10.0, tput_bps=None,
+                  fct_us=9e9, intervals_bps=[], deadline_us=None, met_deadline=None)]
+    raw["runs"] = [dict(base, scheme=s, workload="websearch", flows=sized([k * x for x in range(1, 101)]))
+                   for s, k in (("optimal", 500), ("l2ecmp", 1000), ("presto", 800))]
+    res = report.build(raw, str(tmp_path), plot=False)
+    opt, l2, presto = res["runs"]
+    assert l2["mice_fct"]["n"] == 100 and l2["mice_vs_ecmp"] is None
+    assert opt["mice_vs_ecmp"]["against"] == "l2ecmp"
+    assert opt["mice_vs_ecmp"]["p50_us"] == pytest.approx(-0.5)
+    assert presto["mice_vs_ecmp"]["p99_us"] == pytest.approx(-0.2)
+    md = (tmp_path / "report.md").read_text()
+    assert "## Mice (< 100 KB) FCT against ECMP (Presto Table 1)" in md
+    assert "| presto | websearch | 100 |" in md and "| -20% | -20% | -20% | -20% |" in md
+
+
 def test_report_plots(tmp_path):
     """the papers' plots are written (the guest test builds its report
     without them: matplotlib's first import takes minutes in the debug guest)"""
