@@ -350,12 +350,12 @@ def stages(r):
     """A run with faults, cut into stages at the times its faults were
     applied (Presto Figs. 17-18: before the first, between, after the
     last): per stage its span, the elephants' mean and lowest throughput
-    over the whole seconds inside it (iperf3's 1 s intervals from each
-    flow's start; the first second, slow start, and the second a fault
-    lands in are left out) and the RTT probe's samples sent in it (p50,
-    p99, p99.9; the probe's send times on the run's clock, run.py's
-    rtt_series), and the controller's reaction to each fault (stage
-    times).  None for a run without faults."""
+    over the whole intervals inside it (iperf3's intervals from each
+    flow's start, `interval_s` long; the first second, slow start, and
+    the interval a fault lands in are left out) and the RTT probe's
+    samples sent in it (p50, p99, p99.9; the probe's send times on the
+    run's clock, run.py's rtt_series), and the controller's reaction to
+    each fault (stage times).  None for a run without faults."""
     faults = [f for f in (r.get("faults") or []) if f.get("applied") and f.get("t_s") is not None]
     if not faults:
         return None
@@ -367,15 +367,17 @@ def stages(r):
     out = []
     for i, name in enumerate(names):
         a, b = cuts[i], cuts[i + 1]
-        # second k covers [k, k + 1): whole seconds inside [a, b), not the first
-        secs = [k for k in range(max(1, int(a) + (a > int(a))), int(b)) if k + 1 <= b]
-        per_flow = []
+        per_flow, seconds = [], 0.0
         for f in eleph:
-            xs = [f["intervals_bps"][k] for k in secs if k < len(f["intervals_bps"])]
-            if xs:
-                per_flow.append(statistics.mean(xs))
+            # interval k covers [k dt, (k + 1) dt): those inside [a, b), after the first second
+            dt = f.get("interval_s") or float(r["duration_s"]) / len(f["intervals_bps"])
+            ks = [k for k in range(len(f["intervals_bps"])) if k * dt >= max(a, 1.0) - 1e-9
+                  and (k + 1) * dt <= b + 1e-9]
+            if ks:
+                per_flow.append(statistics.mean(f["intervals_bps"][k] for k in ks))
+                seconds = max(seconds, len(ks) * dt)
         rt = [x[1] for x in series if a <= x[0] < b] if series else []
-        out.append(dict(stage=name, from_s=round(a, 3), to_s=round(b, 3), seconds=len(secs),
+        out.append(dict(stage=name, from_s=round(a, 3), to_s=round(b, 3), seconds=seconds,
                         mean_bps=statistics.mean(per_flow) if per_flow else None,
                         min_bps=min(per_flow) if per_flow else None,
                         rtt_n=len(rt), rtt_p50_us=pct(rt, 50) if rt else None,
@@ -646,8 +648,9 @@ def markdown(res, pngs, out):
     if st:
         L += ["", "## Stages of a failure (Presto Figs. 17-18)", "",
               "Each run cut at the times its faults were applied. Elephants: mean and lowest of the flows' "
-              "throughput over the whole seconds inside the stage (iperf3's 1 s intervals; a flow's first "
-              "second and the second a fault lands in left out). RTT: the probe's samples sent in the stage.",
+              "throughput over the whole intervals inside the stage (iperf3's 0.5 s intervals; a flow's first "
+              "second and the interval a fault lands in left out); seconds: the time those intervals cover. "
+              "RTT: the probe's samples sent in the stage.",
               "", "| scheme | workload | stage | from-to (s) | seconds | elephant mean (Mbit/s) | of before | min |"
               " RTT p50 | RTT p99 | RTT p99.9 | RTT samples |", "|" + "---|" * 12]
         for r in st:
@@ -655,7 +658,7 @@ def markdown(res, pngs, out):
             for x in r["stages"]["stages"]:
                 rel = frac(x["mean_bps"] / base) if base and x["mean_bps"] is not None else "-"
                 L.append(f"| {r['scheme']} | {r['workload']} | {x['stage']} | {x['from_s']:g}-{x['to_s']:g} |"
-                         f" {x['seconds']} | {mbit(x['mean_bps'])} | {rel} | {mbit(x['min_bps'])} |"
+                         f" {x['seconds']:g} | {mbit(x['mean_bps'])} | {rel} | {mbit(x['min_bps'])} |"
                          f" {us(x['rtt_p50_us'])} | {us(x['rtt_p99_us'])} | {us(x['rtt_p999_us'])} |"
                          f" {x['rtt_n'] if r['stages']['rtt_series'] else 'no times'} |")
         ctl = [(r, e) for r in st for e in r["stages"]["controller"]]

@@ -126,14 +126,15 @@ def sched_sport_base(lane, nflows):
     return SPORT_BASE + lane * SPORT_LANE
 
 
-def rtt_series(samples, refs, span_s=3600.0):
+def rtt_series(samples, refs, span_s=60.0):
     """[[t, rtt_us], ...] with t in seconds from the measured interval's
-    start, when the probe's send times are on one of the clocks in refs
-    (each: that clock's reading at the interval's start; sockperf's
-    clock depends on its build), else None"""
+    start, when the probe's first send time is within span_s after it on
+    one of the clocks in refs (each: that clock's reading at the
+    interval's start; the probe runs with --no-rdtsc, so CLOCK_MONOTONIC),
+    else None"""
     t_first = samples[0][0]
     for ref in refs:
-        if ref is not None and -span_s < t_first - ref < span_s:
+        if ref is not None and 0 <= t_first - ref < span_s:
             return [[round(t - ref, 4), round(r, 1)] for t, r in samples]
     return None
 
@@ -179,6 +180,9 @@ def wait_listening(fab, node, ports, timeout=300.0):
     return want
 
 
+IPERF_INTERVAL_S = 0.5
+
+
 def flow_record(flow, duration_s):
     """a flow's raw record, before any result"""
     return dict(id=flow["id"], src=flow["src"], dst=flow["dst"], kind=flow["kind"], bytes=0,
@@ -203,8 +207,10 @@ def iperf_record(flow, out, duration):
     srv = (j.get("server_output_json") or {}).get("intervals") or j.get("intervals") or []
     # intervals of an --omit warm-up are flagged "omitted" and left out,
     # as iperf3 leaves them out of its end sums
-    rec["intervals_bps"] = [float(iv["sum"]["bits_per_second"]) for iv in srv
-                            if "sum" in iv and not iv["sum"].get("omitted")]
+    kept = [iv["sum"] for iv in srv if "sum" in iv and not iv["sum"].get("omitted")]
+    rec["intervals_bps"] = [float(iv["bits_per_second"]) for iv in kept]
+    # the length of one interval (iperf3 -i; the last may be shorter)
+    rec["interval_s"] = round(float(kept[0].get("seconds", IPERF_INTERVAL_S)), 3) if kept else None
     return rec
 
 
@@ -429,7 +435,7 @@ def run_one(fab, scheme, wl, flows, exp):
                                                                 "-p", str(f["port"]), "-t", str(duration),
                                                                 *(["-O", str(omit)] if omit else []),
                                                                 "--cport", str(CPORT_BASE + f["id"]),
-                                                                "-i", "0.5", "-J", "--get-server-output"]))))
+                                                                "-i", str(IPERF_INTERVAL_S), "-J", "--get-server-output"]))))
     scheds = []
     sched_lines = []
     for (src, lane), lines in sized_schedules(fab, sized, omit).items():
@@ -450,7 +456,10 @@ def run_one(fab, scheme, wl, flows, exp):
     # The RTT probe waits at the same barrier, sleeps 1 s and runs for
     # the run's duration less 4 s: sockperf spends about 2 s connecting
     # and warming up before its first sample, so it samples from about
-    # 3 s after the elephants start to about 1 s before they end.  A
+    # 3 s after the elephants start to about 1 s before they end.
+    # --no-rdtsc: sockperf's clock is then CLOCK_MONOTONIC, the runner's
+    # (rtt_series); its TSC clock ran 107-211 s behind it in a long
+    # virtual-time boot (2026-11-25; RTTs agreed to 0.01% either way).  A
     # ping-pong logs one sample per round trip, so samples taken after
     # the elephants end (thousands a second on an idle path) would
     # outnumber those taken under load (a few a second) and make the
@@ -459,7 +468,7 @@ def run_one(fab, scheme, wl, flows, exp):
     if exp.get("rtt_probe", True):
         probe = fab.spawn(hosts[0], gate.argv(
             ["sh", "-c", f'sleep {1 + omit} && exec "$@"', "sh",
-             "sockperf", "ping-pong", "--tcp", "-i", fab.ip(hosts[-1]),
+             "sockperf", "ping-pong", "--tcp", "--no-rdtsc", "-i", fab.ip(hosts[-1]),
              "-p", str(SOCKPERF_PORT), "-t", str(max(1, int(duration) - 4)),
              "-m", "64", "--mps", str(exp.get("rtt_probe_mps", 500)), "--full-log", log]))
     # what GRO pushes up at every host (opt in: it costs CPU)

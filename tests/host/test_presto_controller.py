@@ -3,6 +3,7 @@ controller's tables, pruning and weights after a link fails or degrades."""
 import os
 import re
 import sys
+import time
 
 import pytest
 
@@ -65,6 +66,10 @@ class FakeVS:
     def ofctl(self, cmd, bridge, *args, input=None):
         self.calls.append((cmd, bridge, args, input))
 
+    def ofctl_many(self, cmd, inputs):
+        for bridge, text in inputs:
+            self.calls.append((cmd, bridge, ("-",), text))
+
 
 class FakeL2(fabric.Controller):
     def install_many(self, entries):
@@ -120,6 +125,25 @@ def test_a_cut_link_prunes_its_tree_for_the_pairs_that_cross_it():
     mods = "".join(inp for cmd, b, _, inp in vs.calls)
     assert all(line.startswith("modify group_id=") for line in mods.strip().split("\n"))
     assert ev["fabric_s"] >= 0 and ev["groups_s"] >= 0
+
+
+def test_ofctl_many_runs_the_bridges_side_by_side(tmp_path):
+    """a controller's reaction rewrites every bridge's groups at once (one
+    ovs-ofctl per bridge, started together), each gets its own input, and
+    a bridge that fails fails the reaction with its name"""
+    prog = tmp_path / "ovs-ofctl"
+    prog.write_text("#!/bin/sh\n# -O OpenFlow15 CMD MGMT -\n"
+                    "m=${4#unix:}; b=$(basename \"$m\" .mgmt); cat > \"$(dirname \"$m\")/$b.in\"\n"
+                    "sleep 1\n[ \"$b\" != bad ] || { echo 'no such bridge' >&2; exit 1; }\n")
+    prog.chmod(0o755)
+    vs = presto.VSwitch.__new__(presto.VSwitch)
+    vs.prog, vs.dir, vs.env = {"ovs-ofctl": str(prog)}, str(tmp_path), dict(os.environ)
+    t0 = time.monotonic()
+    vs.ofctl_many("add-groups", [(f"b{i}", f"modify group_id={i}\n") for i in range(1, 9)])
+    assert time.monotonic() - t0 < 4          # eight 1 s processes, not 8 s
+    assert (tmp_path / "b3.in").read_text() == "modify group_id=3\n"
+    with pytest.raises(RuntimeError, match=r"add-groups unix:.*/bad.mgmt failed \(1\): no such bridge"):
+        vs.ofctl_many("add-groups", [("b1", "x\n"), ("bad", "y\n")])
 
 
 def test_a_degraded_link_gives_the_weighted_sequence():

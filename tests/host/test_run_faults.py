@@ -245,3 +245,13 @@ def test_stages_cut_a_run_at_its_faults(tmp_path):
     assert "## Stages of a failure (Presto Figs. 17-18)" in md
     assert "| presto | stride | after down l1:s1 | 5.02-10.01 | 4 | 9.00 | 75% | 6.00 |" in md
     assert "| presto | stride | down l1:s1 | 0.012 | 0.400 | 24 |" in md
+    # iperf3's 0.5 s intervals (interval_s): the same stages, the fault's half second left out
+    for f in flows:
+        f["intervals_bps"] = [x for x in f["intervals_bps"] for _ in (0, 1)]
+        f["interval_s"] = 0.5
+    res = report.build(dict(meta=meta, runs=[r]), str(tmp_path), plot=False)
+    st = res["runs"][0]["stages"]["stages"]
+    assert [x["seconds"] for x in st] == [4.0, 4.5, 4.5]
+    assert st[0]["mean_bps"] == pytest.approx(12e6)
+    # 5.5-10 s: the second half of second 5 (3 and 6 Mbit/s) and eight at 6 and 12
+    assert st[1]["mean_bps"] == pytest.approx((8 * 9e6 + 4.5e6) / 9)
