@@ -783,6 +783,7 @@ class Controller:
     def __init__(self, fabric):
         self.fab = fabric
         self.installed = {}             # mac -> (host, tree)
+        self.detoured = set()           # MACs that fast_failover moved off a cut link
         self.spines = [s for s in fabric.switches if s.startswith("s")]
         self.leaves = [s for s in fabric.switches if not s.startswith("s")]
 
@@ -818,10 +819,51 @@ class Controller:
             for sw, port in self._entries(mac, host, tree).items():
                 per_sw.setdefault(sw, []).append(f"fdb replace {mac} dev {port} master static")
             self.installed[mac] = (host, tree)
+        self._apply(per_sw)
+
+    def _apply(self, per_sw):
+        """{switch: bridge(8) fdb lines}: one batch per switch"""
         for sw, lines in per_sw.items():
             # -force: deleting an entry of a port that went down is no error
             subprocess.run(["bridge", "-n", self.fab.ns(sw), "-force", "-batch", "-"],
                            input="\n".join(lines) + "\n", text=True, capture_output=True)
+
+    def fast_failover(self, macs):
+        """What a switch's fast-failover group does in hardware, before any
+        controller acts (Presto Sec. 3.3, Fig. 17's failover stage): for
+        each MAC in `macs` whose tree's spine lost its link to a leaf, a
+        leaf that would send it to that spine sends it to the next spine
+        (in tree order) that reaches both that leaf and the MAC's host,
+        which forwards it to the host's leaf.  Only the entries that cross
+        the cut change; the MAC keeps its tree (`installed`).  Returns the
+        number of entries changed."""
+        per_sw = {}
+        for mac in macs:
+            if mac not in self.installed or not self.spines:
+                continue
+            host, tree = self.installed[mac]
+            spine, hl = self.spines[tree - 1], self.fab.hosts[host].leaf
+            for leaf in self.leaves:
+                if leaf == hl or (self.fab.is_up(leaf, spine) and self.fab.is_up(spine, hl)):
+                    continue
+                alt = next((sp for k in range(1, len(self.spines))
+                            for sp in [self.spines[(tree - 1 + k) % len(self.spines)]]
+                            if self.fab.is_up(leaf, sp) and self.fab.is_up(sp, hl)), None)
+                if alt is None:
+                    continue
+                per_sw.setdefault(leaf, []).append(f"fdb replace {mac} dev {alt} master static")
+                per_sw.setdefault(alt, []).append(f"fdb replace {mac} dev {hl} master static")
+                self.detoured.add(mac)
+        self._apply(per_sw)
+        return sum(len(v) for k, v in per_sw.items() if k in self.leaves)
+
+    def restore(self, macs):
+        """put detoured MACs (fast_failover) back on their own tree once it
+        is whole again"""
+        back = [m for m in macs if m in self.detoured and self.healthy(self.installed[m][1])]
+        self.detoured.difference_update(back)
+        self.install_many([(m, *self.installed[m]) for m in back])
+        return len(back)
 
     def install_baseline(self):
         trees = self.trees()

@@ -323,10 +323,18 @@ class PrestoController:
         self.timing = dict(fabric_s=t1 - t0, vswitches_s=time.monotonic() - t1)
 
     def link_changed(self, cause=""):
-        """recompute every group; rewrite only those that changed.  Stage
-        times (from the call): fabric entries, groups rewritten."""
+        """React to a link going down, up or changing rate, in the paper's
+        stages (Sec. 3.3, Fig. 17): the switches' fast failover detours
+        the shadow MACs whose tree lost a link (failover_s), the fabric's
+        other entries move (fabric_s), then every group is recomputed and
+        those that changed are rewritten (groups_s: the pruned or weighted
+        stage).  Stage times from the call."""
         t0 = time.monotonic()
-        self.l2.link_changed(pinned={shadow_mac(h.index, t) for h in self.hosts() for t in self.l2.trees()})
+        shadows = {shadow_mac(h.index, t) for h in self.hosts() for t in self.l2.trees()}
+        detoured = self.l2.fast_failover(shadows)
+        restored = self.l2.restore(shadows)
+        tf = time.monotonic()
+        self.l2.link_changed(pinned=shadows)
         t1 = time.monotonic()
         changed, inputs = 0, []
         for src in self.hosts():
@@ -344,7 +352,7 @@ class PrestoController:
                 changed += len(mods)
         # every bridge at once
         self.vs.ofctl_many("add-groups", inputs)
-        ev = dict(cause=cause, fabric_s=t1 - t0, groups_s=time.monotonic() - t1, groups_changed=changed,
-                  bridges=len(inputs))
+        ev = dict(cause=cause, failover_s=tf - t0, fabric_s=t1 - tf, groups_s=time.monotonic() - t1,
+                  failover_entries=detoured, restored=restored, groups_changed=changed, bridges=len(inputs))
         self.events.append(ev)
         return ev

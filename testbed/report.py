@@ -383,8 +383,9 @@ def stages(r):
                         rtt_n=len(rt), rtt_p50_us=pct(rt, 50) if rt else None,
                         rtt_p99_us=pct(rt, 99) if rt else None, rtt_p999_us=pct(rt, 99.9) if rt else None))
     return dict(stages=out, rtt_series=series is not None,
-                controller=[dict(cause=e.get("cause", ""), fabric_s=e.get("fabric_s"), groups_s=e.get("groups_s"),
-                                 groups_changed=e.get("groups_changed"))
+                controller=[dict(cause=e.get("cause", ""), failover_s=e.get("failover_s"),
+                                 failover_entries=e.get("failover_entries"), fabric_s=e.get("fabric_s"),
+                                 groups_s=e.get("groups_s"), groups_changed=e.get("groups_changed"))
                             for e in (r.get("controller_events") or [])])
 
 
@@ -663,14 +664,16 @@ def markdown(res, pngs, out):
                          f" {x['rtt_n'] if r['stages']['rtt_series'] else 'no times'} |")
         ctl = [(r, e) for r in st for e in r["stages"]["controller"]]
         if ctl:
-            L += ["", "The controller's reaction to each fault (Presto's controller, testbed/presto.py): "
-                  "fabric entries moved, then the senders' groups rewritten.", "",
-                  "| scheme | workload | cause | fabric entries (s) | groups rewritten (s) | groups changed |",
-                  "|---|---|---|---|---|---|"]
+            L += ["", "The reaction to each fault (testbed/presto.py), its stages one after the other: the "
+                  "switches' fast failover (shadow-MAC entries detoured around a cut link), the fabric's other "
+                  "entries moved, then the senders' groups rewritten (pruned or weighted).", "",
+                  "| scheme | workload | cause | fast failover (s) | entries detoured | fabric entries (s) |"
+                  " groups rewritten (s) | groups changed |", "|---|---|---|---|---|---|---|---|"]
             for r, e in ctl:
                 f2 = (lambda v: "-" if v is None else f"{v:.3f}")
-                L.append(f"| {r['scheme']} | {r['workload']} | {e['cause']} | {f2(e['fabric_s'])} |"
-                         f" {f2(e['groups_s'])} | {e['groups_changed']} |")
+                L.append(f"| {r['scheme']} | {r['workload']} | {e['cause']} | {f2(e['failover_s'])} |"
+                         f" {'-' if e['failover_entries'] is None else e['failover_entries']} |"
+                         f" {f2(e['fabric_s'])} | {f2(e['groups_s'])} | {e['groups_changed']} |")
     rx = [r for r in res["runs"] if r.get("receiver")]
     if rx:
         L += ["", "## Receiver: what reaches TCP (Presto Fig. 5)", "",

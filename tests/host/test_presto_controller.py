@@ -75,6 +75,9 @@ class FakeL2(fabric.Controller):
     def install_many(self, entries):
         self.entries = list(entries)
 
+    def _apply(self, per_sw):
+        self.applied = getattr(self, "applied", []) + [per_sw]
+
 
 def controller(mode="presto"):
     fab = plan(fabric.Topology(), mode=mode)
@@ -155,6 +158,48 @@ def test_a_degraded_link_gives_the_weighted_sequence():
     assert "bucket=bucket_id:2,weight:1," in "".join(inp for _, _, _, inp in vs.calls)
 
 
+def test_fast_failover_detours_only_what_crosses_the_cut_then_restores():
+    """Fig. 17's failover stage: before the groups change, a leaf whose
+    uplink to spine 2 is cut sends tree 2's shadow MACs up spine 3, the
+    other leaves send l1's tree-2 shadow MACs up spine 3, and spine 3
+    forwards them; nothing else moves, and the link's return restores
+    them to their own tree"""
+    fab = plan(fabric.Topology(), mode="presto")
+
+    class L2(fabric.Controller):
+        def install_many(self, entries):
+            self.reinstalled = getattr(self, "reinstalled", []) + list(entries)
+            for mac, host, tree in entries:
+                self.installed[mac] = (host, tree)
+
+        def _apply(self, per_sw):
+            self.applied = per_sw
+
+    fab.controller = L2(fab)
+    pc = presto.PrestoController(fab, FakeVS())
+    pc.install()
+    fab.down.add(frozenset({("l1", "s2"), ("s2", "l1")}))
+    ev = pc.link_changed(cause="l1:s2 down")
+    per_sw = fab.controller.applied
+    # 12 tree-2 MACs of hosts elsewhere at l1, l1's 4 hosts' at 3 leaves
+    assert ev["failover_entries"] == 12 + 4 * 3
+    assert f"fdb replace {presto.shadow_mac(9, 2)} dev s3 master static" in per_sw["l1"]
+    assert f"fdb replace {presto.shadow_mac(9, 2)} dev l3 master static" in per_sw["s3"]
+    assert f"fdb replace {presto.shadow_mac(1, 2)} dev s3 master static" in per_sw["l2"]
+    assert f"fdb replace {presto.shadow_mac(1, 2)} dev l1 master static" in per_sw["s3"]
+    assert not any(presto.shadow_mac(9, t) in line for t in (1, 3, 4) for lines in per_sw.values()
+                   for line in lines)
+    assert "s2" not in per_sw and "l3" not in [k for k, v in per_sw.items() if presto.shadow_mac(9, 2) in str(v)]
+    assert fab.controller.installed[presto.shadow_mac(9, 2)] == ("h9", 2)
+    assert ev["failover_s"] >= 0 and ev["groups_changed"] == 4 * 12 + 12 * 4
+    fab.down.clear()
+    fab.controller.reinstalled = []
+    ev = pc.link_changed(cause="l1:s2 up")
+    assert ev["restored"] == 16 and ev["failover_entries"] == 0
+    assert sorted(fab.controller.reinstalled) == sorted((presto.shadow_mac(i, 2), f"h{i}", 2) for i in range(1, 17))
+    assert not fab.controller.detoured
+
+
 def test_shadow_macs_stay_on_their_tree_when_it_is_cut():
     fab = plan(fabric.Topology(), mode="presto")
     moved = []
@@ -165,6 +210,9 @@ def test_shadow_macs_stay_on_their_tree_when_it_is_cut():
             moved.extend(entries)
             for mac, host, tree in entries:
                 self.installed[mac] = (host, tree)
+
+        def _apply(self, per_sw):
+            pass
 
     fab.controller = L2(fab)
     fab.controller.install_baseline()

@@ -244,7 +244,7 @@ def test_stages_cut_a_run_at_its_faults(tmp_path):
     md = (tmp_path / "report.md").read_text()
     assert "## Stages of a failure (Presto Figs. 17-18)" in md
     assert "| presto | stride | after down l1:s1 | 5.02-10.01 | 4 | 9.00 | 75% | 6.00 |" in md
-    assert "| presto | stride | down l1:s1 | 0.012 | 0.400 | 24 |" in md
+    assert "| presto | stride | down l1:s1 | - | - | 0.012 | 0.400 | 24 |" in md
     # iperf3's 0.5 s intervals (interval_s): the same stages, the fault's half second left out
     for f in flows:
         f["intervals_bps"] = [x for x in f["intervals_bps"] for _ in (0, 1)]
