@@ -783,7 +783,7 @@ class Controller:
     def __init__(self, fabric):
         self.fab = fabric
         self.installed = {}             # mac -> (host, tree)
-        self.detoured = set()           # MACs that fast_failover moved off a cut link
+        self.detoured = {}              # MAC -> {switch: fdb lines}: fast_failover's detours
         self.spines = [s for s in fabric.switches if s.startswith("s")]
         self.leaves = [s for s in fabric.switches if not s.startswith("s")]
 
@@ -836,13 +836,15 @@ class Controller:
         (in tree order) that reaches both that leaf and the MAC's host,
         which forwards it to the host's leaf.  Only the entries that cross
         the cut change; the MAC keeps its tree (`installed`).  Returns the
-        number of entries changed."""
+        number of leaf entries changed (a MAC already detoured the same
+        way is not written again)."""
         per_sw = {}
         for mac in macs:
             if mac not in self.installed or not self.spines:
                 continue
             host, tree = self.installed[mac]
             spine, hl = self.spines[tree - 1], self.fab.hosts[host].leaf
+            mine = {}
             for leaf in self.leaves:
                 if leaf == hl or (self.fab.is_up(leaf, spine) and self.fab.is_up(spine, hl)):
                     continue
@@ -851,9 +853,12 @@ class Controller:
                             if self.fab.is_up(leaf, sp) and self.fab.is_up(sp, hl)), None)
                 if alt is None:
                     continue
-                per_sw.setdefault(leaf, []).append(f"fdb replace {mac} dev {alt} master static")
-                per_sw.setdefault(alt, []).append(f"fdb replace {mac} dev {hl} master static")
-                self.detoured.add(mac)
+                mine.setdefault(leaf, []).append(f"fdb replace {mac} dev {alt} master static")
+                mine.setdefault(alt, []).append(f"fdb replace {mac} dev {hl} master static")
+            if mine and self.detoured.get(mac) != mine:
+                self.detoured[mac] = mine
+                for sw, lines in mine.items():
+                    per_sw.setdefault(sw, []).extend(lines)
         self._apply(per_sw)
         return sum(len(v) for k, v in per_sw.items() if k in self.leaves)
 
@@ -861,7 +866,8 @@ class Controller:
         """put detoured MACs (fast_failover) back on their own tree once it
         is whole again"""
         back = [m for m in macs if m in self.detoured and self.healthy(self.installed[m][1])]
-        self.detoured.difference_update(back)
+        for m in back:
+            del self.detoured[m]
         self.install_many([(m, *self.installed[m]) for m in back])
         return len(back)
 

@@ -299,10 +299,22 @@ def test_per_flow_hash_keeps_a_flow_on_one_tree(plane):
     assert sent[-1] >= 2 * MB // 1500 and sent[0] <= 0.02 * sent[-1], sent
 
 
+def fdb_port(fab, switch, mac):
+    """the port a switch's bridge forwards `mac` to (None: no entry)"""
+    out = subprocess.run(["bridge", "-n", fab.ns(switch), "fdb", "show"], capture_output=True, text=True).stdout
+    return next((line.split()[2] for line in out.splitlines()
+                 if line.startswith(mac + " ") and " master " in line and "static" in line), None)
+
+
 def test_a_cut_tree_is_pruned_and_the_flow_goes_on(plane):
     fab = plane("presto")
     fab.set_link("l1", "s1", False)
     ev = fab.presto.events[-1]
+    # fast failover first: tree 1's shadow MACs that cross the cut go up spine 2
+    assert ev["failover_entries"] == 2, ev
+    assert fdb_port(fab, "l1", presto.shadow_mac(2, 1)) == "s2"
+    assert fdb_port(fab, "l2", presto.shadow_mac(1, 1)) == "s2"
+    assert fdb_port(fab, "s2", presto.shadow_mac(1, 1)) == "l1"
     assert ev["groups_changed"] == 2, ev       # h1 -> h2 and h2 -> h1
     assert fab.presto.groups[(1, 2)] == [(2, 1)]
     before = spine_packets(fab)
@@ -311,6 +323,8 @@ def test_a_cut_tree_is_pruned_and_the_flow_goes_on(plane):
     assert after["s1"] - before["s1"] == 0
     fab.set_link("l1", "s1", True)
     assert fab.presto.groups[(1, 2)] == [(1, 1), (2, 1)]
+    assert fab.presto.events[-1]["restored"] == 2
+    assert fdb_port(fab, "l1", presto.shadow_mac(2, 1)) == "s1"
 
 
 def test_ofctl_refuses_a_bad_flowcell_size(plane):

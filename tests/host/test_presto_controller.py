@@ -192,6 +192,10 @@ def test_fast_failover_detours_only_what_crosses_the_cut_then_restores():
     assert "s2" not in per_sw and "l3" not in [k for k, v in per_sw.items() if presto.shadow_mac(9, 2) in str(v)]
     assert fab.controller.installed[presto.shadow_mac(9, 2)] == ("h9", 2)
     assert ev["failover_s"] >= 0 and ev["groups_changed"] == 4 * 12 + 12 * 4
+    # the next event (a degrade elsewhere) writes no detour again
+    fab.rates[frozenset({"l3", "s1"})] = 2.5
+    assert pc.link_changed(cause="l3:s1 2.5 Mbit/s")["failover_entries"] == 0
+    del fab.rates[frozenset({"l3", "s1"})]
     fab.down.clear()
     fab.controller.reinstalled = []
     ev = pc.link_changed(cause="l1:s2 up")
