@@ -848,8 +848,8 @@ class Controller:
             for leaf in self.leaves:
                 if leaf == hl or (self.fab.is_up(leaf, spine) and self.fab.is_up(spine, hl)):
                     continue
-                alt = next((sp for k in range(1, len(self.spines))
-                            for sp in [self.spines[(tree - 1 + k) % len(self.spines)]]
+                # the spines after this tree's, in tree order
+                alt = next((sp for sp in self.spines[tree:] + self.spines[:tree - 1]
                             if self.fab.is_up(leaf, sp) and self.fab.is_up(sp, hl)), None)
                 if alt is None:
                     continue

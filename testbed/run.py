@@ -126,21 +126,18 @@ def sched_sport_base(lane, nflows):
     return SPORT_BASE + lane * SPORT_LANE
 
 
-def rtt_series(samples, refs, span_s=60.0):
+def rtt_series(samples, ref, span_s=60.0):
     """[[t, rtt_us], ...] with t in seconds from the measured interval's
-    start, when the probe's first send time is within span_s after it on
-    one of the clocks in refs (each: that clock's reading at the
-    interval's start; the probe runs with --no-rdtsc, so CLOCK_MONOTONIC),
-    else None"""
-    t_first = samples[0][0]
-    for ref in refs:
-        if ref is not None and 0 <= t_first - ref < span_s:
-            return [[round(t - ref, 4), round(r, 1)] for t, r in samples]
-    return None
+    start (`ref`: CLOCK_MONOTONIC then, the clock of a probe run with
+    --no-rdtsc), or None when the first send time is not within span_s
+    after it (a probe on another clock)"""
+    if not 0 <= samples[0][0] - ref < span_s:
+        return None
+    return [[round(t - ref, 4), round(r, 1)] for t, r in samples]
 
 
-def parse_fulllog(path, refs=None):
-    """the RTT probe's summary; with refs (rtt_series'), also each
+def parse_fulllog(path, ref=None):
+    """the RTT probe's summary; with ref (rtt_series'), also each
     sample against time ("series"), for runs with faults"""
     from netlab import sockperf_samples
     from dcnet.stats import percentile
@@ -154,8 +151,8 @@ def parse_fulllog(path, refs=None):
     ps = [i / 100 for i in range(100)] + [0.995, 0.999, 1.0]
     rec = dict(n=len(rtts), p50=q(0.5), p90=q(0.9), p99=q(0.99), p999=q(0.999),
                cdf=[[q(p), p] for p in ps])
-    if refs:
-        rec["series"] = rtt_series(samples, refs)
+    if ref is not None:
+        rec["series"] = rtt_series(samples, ref)
     return rec
 
 
@@ -493,8 +490,8 @@ def run_one(fab, scheme, wl, flows, exp):
         p.stdin = None          # or communicate() flushes the closed pipe
     faults = Faults(fab, exp.get("faults", []), omit)
     faults.start()
-    # the measured interval's start on both clocks sockperf may log in
-    clock_refs = (faults.t0, time.monotonic() + omit) if exp.get("faults") else None
+    # the measured interval's start on the probe's clock
+    clock_ref = time.monotonic() + omit if exp.get("faults") else None
     # TCP_INFO of the elephants during the run (testbed/counters.py)
     import counters
     ss_samples = []
@@ -591,7 +588,7 @@ def run_one(fab, scheme, wl, flows, exp):
         except subprocess.TimeoutExpired:
             probe.kill()
             _o, perr = probe.communicate()
-        rtt = parse_fulllog(log, clock_refs)
+        rtt = parse_fulllog(log, clock_ref)
         if rtt is None:
             print(f"run: the sockperf probe logged no RTT (exit {probe.returncode}): {(perr or '')[-400:]}",
                   flush=True)
