@@ -826,9 +826,27 @@ def cpu_flags(raw):
             for r in raw["runs"] if max((r.get("cpu") or {}).values() or [0]) > CPU_LIMIT]
 
 
+# Wall time per boot: each cell's traffic (warm-up and measured) this many
+# times over, plus set-up, times DCNET_TIMEOUT_SCALE; at least an hour.  A
+# fixed hour was too short for presto.json: its 30 cells took 3315 s alone
+# on a 2-core host and did not finish in 3600 s beside two other VMs.
+CELL_WALL_PER_TRAFFIC_S = 20
+CELL_SETUP_S = 300
+
+
+def boot_timeout(exp):
+    """seconds of wall time a boot of experiment exp may take"""
+    cells = len(exp["schemes"]) * len(exp["workloads"])
+    traffic = exp.get("omit_s", 0) + exp.get("duration_s", 10)
+    scale = float(os.environ.get("DCNET_TIMEOUT_SCALE", "1"))
+    return int(max(3600, cells * (CELL_SETUP_S + CELL_WALL_PER_TRAFFIC_S * traffic)) * scale)
+
+
 def host_main(a):
     import report
-    load_experiment(a.experiment, a.duration)       # before any boot
+    exp = load_experiment(a.experiment, a.duration)       # before any boot
+    if a.timeout is None:
+        a.timeout = boot_timeout(exp)
     out = os.path.abspath(a.out)
     outs = hostrun.run_dirs(out, a.repeat)
     n = len(outs)
@@ -873,6 +891,8 @@ def main():
     ap.add_argument("--guest", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--experiment", default=os.path.join(HERE, "experiments", "default.json"))
     hostrun.add_args(ap, os.path.join(ROOT, "results", "testbed"))
+    # default: from the experiment's size (boot_timeout())
+    ap.set_defaults(timeout=None)
     ap.add_argument("--duration", type=float, default=0, help="override the experiment's seconds per run")
     a = ap.parse_args()
     if a.duration < 0:

@@ -79,3 +79,18 @@ def test_omit_s_is_checked(tmp_path):
         with pytest.raises(experiment.ExperimentError) as e:
             experiment.validate_experiment(str(p))
         assert "omit_s" in str(e.value)
+
+
+def test_boot_timeout_grows_with_the_experiment(monkeypatch):
+    """A boot's wall-time limit comes from the experiment's size, not a
+    fixed hour: presto.json's 30 cells of 20 s did not finish in 3600 s on
+    a loaded host.  At least an hour; DCNET_TIMEOUT_SCALE multiplies it."""
+    monkeypatch.delenv("DCNET_TIMEOUT_SCALE", raising=False)
+    small = {"schemes": [{}], "workloads": [{}], "duration_s": 10}
+    assert run.boot_timeout(small) == 3600
+    grid = run.load_experiment(os.path.join(ROOT, "testbed", "experiments", "presto.json"))
+    cells = len(grid["schemes"]) * len(grid["workloads"])
+    assert cells == 30
+    assert run.boot_timeout(grid) >= 4 * 3315      # the grid alone took 3315 s
+    monkeypatch.setenv("DCNET_TIMEOUT_SCALE", "2")
+    assert run.boot_timeout(small) == 7200
