@@ -20,7 +20,7 @@ PY := $(VENV)/bin/python
 REPEAT ?= 1
 
 .PHONY: all deps kernel kernel-debug kernel-release tools demo check check-host \
-	check-guest bench-d2tcp bench-d2tcp-atscale bench-htb bench-fastlane bench-fastlane-clos bench-presto bench-presto-flowlet-sweep iproute2 ovs series checkpatch clean distclean help \
+	check-guest bench-d2tcp bench-d2tcp-atscale bench-htb bench-fastlane bench-fastlane-clos bench-presto bench-presto-flowlet-sweep iproute2 ovs series series-bisect checkpatch clean distclean help \
 	testbed testbed-physical-selftest
 
 all: deps kernel-release tools demo testbed
@@ -125,6 +125,11 @@ checkpatch:
 	@d=$$(mktemp -d) && scripts/series.sh "$$d" >/dev/null && \
 	$(BUILD)/linux/scripts/checkpatch.pl --no-tree -q --ignore FILE_PATH_CHANGES "$$d"/*.patch; \
 	rc=$$?; rm -rf "$$d"; exit $$rc
+
+# Every patch of the series builds: scripts/series-bisect.sh (needs the
+# release build for its configuration and symbols)
+series-bisect: kernel-release
+	@scripts/series-bisect.sh
 
 # The testbed's default suite (testbed/experiments/default.json): Optimal,
 # ECMP and MPTCP on stride and random bijection, 16 hosts on a 2-tier Clos

@@ -121,7 +121,7 @@ FL_COUNTERS = ("TCPFastLaneNotify", "TCPFastLaneRetrans", "TCPFastLaneCtlResend"
                "TCPFastLaneBadSeq", "TCPFastLaneBadOpts", "TCPFastLaneNoSocket", "TCPFastLaneRefused",
                "TCPFastLaneRateLimited", "TCPFastLaneLockDropped", "TCPFastLaneBoundAllowed",
                "TCPFastLaneBoundLowest", "TCPFastLaneBoundThrottled", "TCPFastLaneDeferred",
-               "TCPFastLaneTailPush")
+               "TCPFastLaneTailPush", "TCPFastLaneBoundPair")
 
 
 # Linux's undo of a recovery it judged spurious (tcp_packet_delayed(),
@@ -226,6 +226,28 @@ def kill_servers(lab):
     lab.procs = []
 
 
+def start_capture(lab, hosts, port, out, tag):
+    """tcpdump on every host's eth0 for the TCP packets of @port (headers
+    only), when asked for (--capture); the processes, to stop"""
+    if not port:
+        return []
+    # written to the guest's memory during the cell, not over 9p
+    files = [(f"/tmp/cap-{tag}-{h}.pcap", os.path.join(out, f"cap-{tag}-{h}.pcap")) for h in hosts]
+    procs = [lab.spawn(h, ["tcpdump", "-i", "eth0", "-s", "128", "-n", "-w", f[0], f"tcp port {port}"],
+                       stderr=subprocess.DEVNULL) for h, f in zip(hosts, files)]
+    time.sleep(1)
+    return list(zip(procs, files))
+
+
+def stop_capture(caps):
+    import shutil
+    for p, _ in caps:
+        p.terminate()
+    for p, (tmp, dst) in caps:
+        p.wait()
+        shutil.move(tmp, dst)
+
+
 def guest_main(a):
     from netlab import Lab
     out = os.environ["DCNET_OUT"]
@@ -252,9 +274,11 @@ def guest_main(a):
                 for load in [x for x in LOADS if a.loads is None or x in a.loads]:
                     n0 = netstat(lab)
                     configure(lab, scheme, rate, "agg", ports, hosts=False)  # fresh counters
+                    caps = start_capture(lab, ["agg"] + workers, a.capture, out, f"{scheme}-{load}")
                     t0 = time.time()
                     flows, busy = run_pa(lab, scheme, rate, load, a.duration, workers, longs, seed=11)
                     el = time.time() - t0
+                    stop_capture(caps)
                     raw["pa"].append(dict(scheme=scheme, load=load, flows=flows, elapsed_s=el, cpu_busy=busy,
                                           ports=port_stats(lab, ports),
                                           netstat={k: v - n0[k] for k, v in netstat(lab).items()}))
@@ -571,7 +595,7 @@ def report(res, pngs, out):
               "(BoundAllowed), lowest-sequence resends beyond it (BoundLowest), passes it held "
               "back (BoundThrottled); lowest-sequence resends a rate-limited notification left to the "
               "next round trip (Deferred); held new segments sent with the recovery's last "
-              "retransmission (TailPush):", ""]
+              "retransmission (TailPush); held resends sent beside a lone resend in flight (BoundPair):", ""]
         L += host_table(sorted(res["pa"], key=lambda r: (r["load"], SCHEMES.index(r["scheme"]))),
                         "load", lambda r: f"{int(r['load'] * 100)}%")
         if "pa-fct.png" in pngs:
@@ -617,6 +641,8 @@ def host_main(a):
         cmd += ["--incast-n", ",".join(str(x) for x in a.incast_n)]
     if a.schemes:
         cmd += ["--schemes", ",".join(a.schemes)]
+    if a.capture:
+        cmd += ["--capture", str(a.capture)]
 
     def render(raw, res, out):
         report(res, plots(res, out), out)
@@ -638,6 +664,10 @@ def main():
                     help="incast sender counts (default 8,16,32,48,80)")
     ap.add_argument("--schemes", type=lambda s: s.split(","), default=None,
                     help=f"a short run: only these schemes (default all: {','.join(SCHEMES)})")
+    ap.add_argument("--capture", type=int, default=0, metavar="PORT",
+                    help="diagnostics: capture the TCP packets of this server port (5001: the 2 KB "
+                         "responses) at every host of the partition-aggregate cells, "
+                         "cap-SCHEME-LOAD-HOST.pcap in the output directory")
     a = ap.parse_args()
     if a.schemes and set(a.schemes) - set(SCHEMES):
         ap.error(f"--schemes: want some of {','.join(SCHEMES)}")

@@ -135,13 +135,19 @@ static inline bool tcp_fastlane_hold(bool in_recovery, u32 high_seq,
 
 /* Algorithm 1's bound on the retransmissions of notified segments in
  * flight: bound_sim = alpha / max(entries.retx), where alpha is half the
- * congestion window at the entry into recovery and entry.retx counts the
- * notifications for one segment since the last timeout.  It halves when
- * a retransmission is itself dropped, thirds at the third drop, ...
+ * congestion window at the entry into recovery (@cwnd_entry) and
+ * entry.retx counts the notifications for one segment since the last
+ * timeout.  It halves when a retransmission is itself dropped, thirds at
+ * the third drop, ...  The paper's bound is a real number that an integer
+ * sim_retx is compared with (sim_retx < bound_sim); this returns the
+ * smallest integer not below it, cwnd_entry / (2 * max_retx) rounded up,
+ * so that sim_retx < tcp_fastlane_bound_sim() is exactly that comparison
+ * (no precision lost: an alpha of 1 or 2.5 with a segment notified twice
+ * still lets one or two resends go, where a floor would allow none or one).
  */
-static inline u32 tcp_fastlane_bound_sim(u32 alpha, u32 max_retx)
+static inline u32 tcp_fastlane_bound_sim(u32 cwnd_entry, u32 max_retx)
 {
-	return alpha / (max_retx ? max_retx : 1);
+	return DIV_ROUND_UP(cwnd_entry, 2 * (max_retx ? max_retx : 1));
 }
 
 /* How many segments of a notified skb may be retransmitted now, of the
@@ -158,6 +164,19 @@ static inline int tcp_fastlane_retx_allowance(u32 sim_retx, u32 bound_sim,
 	if (sim_retx < bound_sim)
 		return min_t(u32, segs, bound_sim - sim_retx);
 	return lowest ? 1 : 0;
+}
+
+/* A departure from Algorithm 1 where bound_sim holds a notified segment
+ * back: if the only segment in flight (@in_flight) is a notified segment's
+ * resend (@sim_retx), the held one goes with it.  The receiver then has
+ * two segments and ACKs at once; with one, in order and filling no hole,
+ * it delays the ACK (40 ms in Linux), the only ACK that would let bound_sim
+ * send again.  The paper's receivers had delayed ACKs off.  At most one
+ * segment beyond the bound, and only while one is in flight.
+ */
+static inline bool tcp_fastlane_pairs(u32 in_flight, u32 sim_retx)
+{
+	return in_flight == 1 && sim_retx == 1;
 }
 
 /* What a notification names, by the state of the socket it matched */
@@ -339,6 +358,19 @@ static inline bool tcp_fastlane_holds_new_data(struct sock *sk)
 	return false;
 }
 
+/* From tcp_end_cwnd_reduction(), when a recovery ends: is it the one
+ * notifications started or joined?  Such a recovery is never undone (its
+ * undo_marker is cleared, tcp_fastlane_mark()), but Linux takes a
+ * Recovery without undo_marker for one that was undone and leaves cwnd
+ * where PRR put it (as low as one segment, or never reduced).  A
+ * notified recovery ends with cwnd at ssthresh, as any other does.
+ */
+static inline bool tcp_fastlane_recovery(const struct tcp_sock *tp)
+{
+	return tp->fastlane.recovering &&
+	       tp->fastlane.high_seq == tp->high_seq;
+}
+
 void __tcp_fastlane_tsq_write(struct sock *sk);
 
 /* From tcp_tsq_write() (the pacing timer's work, among others): resend
@@ -427,6 +459,11 @@ static inline bool tcp_fastlane_holds_new_data(struct sock *sk)
 }
 
 static inline bool tcp_fastlane_is_nf(struct sk_buff *skb)
+{
+	return false;
+}
+
+static inline bool tcp_fastlane_recovery(const struct tcp_sock *tp)
 {
 	return false;
 }

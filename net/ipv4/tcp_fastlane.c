@@ -48,10 +48,16 @@
  *  - sim_retx, the notified segments' resends in flight, is counted
  *    before each pass of tcp_xmit_retransmit_queue(), which resends
  *    notified segments, lowest first, only while sim_retx is below
- *    bound_sim = alpha / max(entry.retx) (cwnd and PRR still apply);
+ *    bound_sim = alpha / max(entry.retx), a real number compared as
+ *    such (tcp_fastlane_bound_sim()), cwnd and PRR still applying;
  *    ACKs that take resends out of flight let more go;
  *  - the lowest sequence is always resent, even beyond the bound, so
  *    cumulative ACKs never stall behind it;
+ *  - a departure: when the bound holds a notified segment and the only
+ *    segment in flight is one notified resend, the held one goes too
+ *    (TCPFastLaneBoundPair).  The paper's receivers did not delay ACKs;
+ *    Linux's ACK a lone in-order segment 40 ms late, and bound_sim's
+ *    clock, the ACK of that resend, would stop for that long;
  *  - no new data is sent until that recovery ends, when snd_una reaches
  *    its high_seq (or it is undone, or a timeout takes over), even where
  *    Linux keeps a socket without SACK in CA_Recovery past that point;
@@ -146,7 +152,7 @@ void __tcp_fastlane_retx_begin(struct sock *sk)
 			sim_retx += tcp_skb_pcount(skb);
 	}
 	tp->fastlane.sim_retx = sim_retx;
-	tp->fastlane.bound_sim = tcp_fastlane_bound_sim(tp->fastlane.alpha,
+	tp->fastlane.bound_sim = tcp_fastlane_bound_sim(tp->fastlane.cwnd_entry,
 							max_retx);
 	tp->fastlane.throttling = 1;
 }
@@ -161,6 +167,13 @@ int __tcp_fastlane_retx_segs(struct sock *sk, struct sk_buff *skb,
 
 	n = tcp_fastlane_retx_allowance(tp->fastlane.sim_retx,
 					tp->fastlane.bound_sim, lowest, segs);
+	if (!n && segs > 0 &&
+	    tcp_fastlane_pairs(tcp_packets_in_flight(tp), tp->fastlane.sim_retx)) {
+		/* a lone resend in flight: this one goes with it */
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBOUNDPAIR);
+		tp->fastlane.sim_retx++;
+		return 1;
+	}
 	if (!n) {
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBOUNDTHROTTLED);
 		return 0;
@@ -255,10 +268,11 @@ static void tcp_fastlane_mark(struct sock *sk, struct sk_buff *skb,
 	 */
 	tp->undo_marker = 0;
 	/* a recovery notifications start or join: bound_sim's alpha is half
-	 * the window at its entry (tcp_init_cwnd_reduction()'s prior_cwnd)
+	 * the window at its entry (tcp_init_cwnd_reduction()'s prior_cwnd),
+	 * kept whole so that no half segment is lost (tcp_fastlane_bound_sim())
 	 */
 	if (!tp->fastlane.recovering || tp->fastlane.high_seq != tp->high_seq)
-		tp->fastlane.alpha = max(tp->prior_cwnd >> 1, 1U);
+		tp->fastlane.cwnd_entry = max(tp->prior_cwnd, 1U);
 	/* no new data until this recovery ends (tcp_write_xmit()) */
 	tp->fastlane.recovering = 1;
 	tp->fastlane.high_seq = tp->high_seq;

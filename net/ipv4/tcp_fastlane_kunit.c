@@ -136,9 +136,9 @@ static void fastlane_timeout_option(struct kunit *test)
  * tcp_xmit_retransmit_queue() walks the lost skbs: how many of @n notified
  * one-segment entries go, with @sim_retx in flight already
  */
-static u32 bound_pass(u32 alpha, u32 max_retx, u32 sim_retx, int n)
+static u32 bound_pass(u32 cwnd_entry, u32 max_retx, u32 sim_retx, int n)
 {
-	u32 bound = tcp_fastlane_bound_sim(alpha, max_retx), sent = 0;
+	u32 bound = tcp_fastlane_bound_sim(cwnd_entry, max_retx), sent = 0;
 	int i, k;
 
 	for (i = 0; i < n; i++) {
@@ -154,21 +154,39 @@ static u32 bound_pass(u32 alpha, u32 max_retx, u32 sim_retx, int n)
 static void fastlane_bound_sim(struct kunit *test)
 {
 	/* a window of 10 at entry: alpha 5 */
-	KUNIT_EXPECT_EQ(test, tcp_fastlane_bound_sim(5, 1), 5);
-	KUNIT_EXPECT_EQ(test, tcp_fastlane_bound_sim(5, 0), 5);
-	/* a retransmission dropped again: the bound halves, then thirds */
-	KUNIT_EXPECT_EQ(test, tcp_fastlane_bound_sim(5, 2), 2);
-	KUNIT_EXPECT_EQ(test, tcp_fastlane_bound_sim(5, 3), 1);
-	KUNIT_EXPECT_EQ(test, tcp_fastlane_bound_sim(5, 15), 0);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_bound_sim(10, 1), 5);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_bound_sim(10, 0), 5);
+	/* a retransmission dropped again: the bound halves (2.5: sim_retx
+	 * 0, 1 and 2 are below it), then thirds (1.67)
+	 */
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_bound_sim(10, 2), 3);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_bound_sim(10, 3), 2);
+	/* 0.33: above no sim_retx but 0, so one resend still goes */
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_bound_sim(10, 15), 1);
+	/* an odd window: alpha 3.5, no half segment lost */
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_bound_sim(7, 1), 4);
+	/* a small window (alpha 1, or 0.5) and a resend dropped again:
+	 * 0.5 or 0.25, still one resend in flight, as the paper's
+	 * sim_retx < bound_sim allows (a floor made it 0: a notified
+	 * segment above snd_una then waited for an ACK, at worst the
+	 * receiver's delayed one)
+	 */
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_bound_sim(2, 2), 1);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_bound_sim(1, 2), 1);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_retx_allowance(0, tcp_fastlane_bound_sim(2, 2),
+							  false, 1), 1);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_retx_allowance(1, tcp_fastlane_bound_sim(2, 2),
+							  false, 1), 0);
 	/* ten notified at once: five go, lowest first */
-	KUNIT_EXPECT_EQ(test, bound_pass(5, 1, 0, 10), 5);
+	KUNIT_EXPECT_EQ(test, bound_pass(10, 1, 0, 10), 5);
 	/* fewer notified than the bound: all */
-	KUNIT_EXPECT_EQ(test, bound_pass(5, 1, 0, 3), 3);
+	KUNIT_EXPECT_EQ(test, bound_pass(10, 1, 0, 3), 3);
 	/* three in flight already: two more */
-	KUNIT_EXPECT_EQ(test, bound_pass(5, 1, 3, 10), 2);
+	KUNIT_EXPECT_EQ(test, bound_pass(10, 1, 3, 10), 2);
 	/* the bound reached: only the lowest sequence, one segment */
-	KUNIT_EXPECT_EQ(test, bound_pass(5, 1, 5, 10), 1);
-	KUNIT_EXPECT_EQ(test, bound_pass(5, 15, 0, 10), 1);
+	KUNIT_EXPECT_EQ(test, bound_pass(10, 1, 5, 10), 1);
+	KUNIT_EXPECT_EQ(test, bound_pass(10, 15, 0, 10), 1);
+	KUNIT_EXPECT_EQ(test, bound_pass(10, 15, 1, 10), 1);
 	KUNIT_EXPECT_EQ(test, tcp_fastlane_retx_allowance(9, 5, false, 4), 0);
 	KUNIT_EXPECT_EQ(test, tcp_fastlane_retx_allowance(9, 5, true, 4), 1);
 	/* a multi-segment skb: what is left of the bound, within the window */
@@ -176,6 +194,15 @@ static void fastlane_bound_sim(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tcp_fastlane_retx_allowance(1, 5, false, 2), 2);
 	/* no room in the window: nothing, not even the lowest */
 	KUNIT_EXPECT_EQ(test, tcp_fastlane_retx_allowance(0, 5, true, 0), 0);
+	/* the pair: a held segment goes with a lone resend in flight, not
+	 * beside new data or a second resend, nor when nothing is in flight
+	 * (the bound or the lowest rule decide that)
+	 */
+	KUNIT_EXPECT_TRUE(test, tcp_fastlane_pairs(1, 1));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_pairs(1, 0));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_pairs(2, 1));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_pairs(2, 2));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_pairs(0, 0));
 }
 
 /* eth-less IPv4 or IPv6 + TCP (20 bytes) + @payload bytes, at the TCP
@@ -361,7 +388,7 @@ static void fastlane_data_handler_bound(struct kunit *test)
 {
 	struct tcp_fastlane_data_state s = data_ok();
 	u32 snd_una = 0xfffff000, mss = 1000, i, sim_retx = 0, sent = 0;
-	u32 bound = tcp_fastlane_bound_sim(10 / 2, 1);
+	u32 bound = tcp_fastlane_bound_sim(10, 1);
 
 	for (i = 0; i < 10; i++) {
 		u32 seq = snd_una + i * mss;

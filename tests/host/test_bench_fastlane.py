@@ -64,9 +64,9 @@ def test_host_counters_in_results_and_report(tmp_path):
     assert inc["host"]["BoundLowest"] == 17
     fastlane.report(res, [], str(tmp_path))
     text = (tmp_path / "report.md").read_text()
-    # Notify ... Deferred, TailPush in FL_COUNTERS' order, then the RTOs
-    assert "| 40% | tcp-fastlane | 40 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 3 | 0 | 0 | 17 | 0 | 0 | 0 | 3 |" in text
-    assert "| 8 | tcp-fastlane | 40 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 3 | 0 | 0 | 17 | 0 | 0 | 0 | 1 |" in text
+    # Notify ... Deferred, TailPush, BoundPair in FL_COUNTERS' order, then the RTOs
+    assert "| 40% | tcp-fastlane | 40 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 3 | 0 | 0 | 17 | 0 | 0 | 0 | 0 | 3 |" in text
+    assert "| 8 | tcp-fastlane | 40 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 3 | 0 | 0 | 17 | 0 | 0 | 0 | 0 | 1 |" in text
     # only the FastLane schemes have a row in the counters' tables
     assert "| 40% | tcp | 0 |" not in text
 
