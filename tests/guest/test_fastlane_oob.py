@@ -338,6 +338,24 @@ def test_knob_off_is_stock(lab, v6):
             assert d[n][f"TcpExt{c}"] == 0
 
 
+# The scatter tests' path: the late half leaves 20 ms late.  With the
+# 2 ms of REORDER, RACK's timer (the RTT of the segment SACKed past the
+# hole plus a quarter of min_rtt) often outlasted the delay in the TCG
+# guest, and stock TCP did not retransmit at all.  Runs without
+# retransmissions, v6 without timestamps, 5 per delay on a loaded host:
+# 3 at 2 ms, 1 at 5 ms, none at 10 ms (the fewest 1), none at 20 ms (the
+# fewest 4); the scatter sender retransmitted nothing and sent no loss
+# probe at any of them (tests/guest/diag_scatter.py, 2026-11-28).
+SCATTER_REORDER = "delay 20ms reorder 50%"
+
+
+@pytest.fixture
+def scatter_path(lab):
+    sh(f"tc qdisc replace dev h2 root netem {SCATTER_REORDER} limit 10000", ns=lab.sw)
+    yield lab
+    sh(f"tc qdisc replace dev h2 root netem {REORDER} limit 10000", ns=lab.sw)
+
+
 SCATTER = [
     pytest.param(False, 1, 1, id="v4"),
     pytest.param(True, 1, 1, id="v6"),
@@ -346,18 +364,18 @@ SCATTER = [
 
 
 @pytest.mark.parametrize("v6,sack,ts", SCATTER)
-def test_scatter_no_spurious_retransmissions(lab, v6, sack, ts):
+def test_scatter_no_spurious_retransmissions(scatter_path, v6, sack, ts):
     """pure reordering: stock TCP (RACK) retransmits what was only late;
     the sender in scatter mode (sysctl) retransmits nothing"""
+    lab = scatter_path
     configure(lab, sack=sack, ts=ts)
     assert stock_retransmits(lab, v6), "stock TCP takes reordering for loss"
     _scatter_run(lab, v6, sack, ts)
 
 
 def stock_retransmits(lab, v6, **kw):
-    """does a stock sender retransmit on this path?  RACK's reordering
-    window depends on timing (one run in 6 on the loaded machine did not):
-    up to 3 tries"""
+    """does a stock sender retransmit on this path?  RACK's timer depends
+    on the guest's timing (see SCATTER_REORDER): up to 3 tries"""
     for _ in range(3):
         info, _pkts, stock = run(lab, v6, **kw)
         assert info["flags"] & OFO_F_SCATTER == 0
@@ -367,12 +385,12 @@ def stock_retransmits(lab, v6, **kw):
 
 
 @pytest.mark.parametrize("v6", [False, True], ids=["v4", "v6"])
-def test_scatter_reno_no_retransmissions(lab, v6):
+def test_scatter_reno_no_retransmissions(scatter_path, v6):
     """SACK and timestamps off (Reno): the scatter sender's duplicate-ACK
     threshold is tcp_max_reordering and it retransmits nothing.  (Stock
     Reno did not retransmit on this path either in our runs, so this does
     not show a difference, only that scatter mode keeps working.)"""
-    _scatter_run(lab, v6, 0, 0)
+    _scatter_run(scatter_path, v6, 0, 0)
 
 
 def _scatter_run(lab, v6, sack, ts):
@@ -386,8 +404,9 @@ def _scatter_run(lab, v6, sack, ts):
         assert sc["h1"]["TcpExtTCPFastLaneScatterHeld"] > 0
 
 
-def test_scatter_socket_option(lab):
+def test_scatter_socket_option(scatter_path):
     """TCP_FASTLANE_SCATTER overrides the netns default both ways"""
+    lab = scatter_path
     configure(lab, scatter=(1, 0))
     assert stock_retransmits(lab, False, scatter_sockopt=0)
     configure(lab)
