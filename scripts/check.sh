@@ -19,7 +19,7 @@ vm_ok=1
 if [ "${1:-}" != "--host-only" ]; then
 	echo "check: KUnit and functional tests in the debug kernel ($(cat "$BUILD/obj-debug/include/config/kernel.release"))"
 	if ! "$PY" "$ROOT/scripts/vmrun.py" --kernel "$BUILD/obj-debug" --out "$OUT/guest" --clock real \
-		--timeout "${DCNET_CHECK_TIMEOUT:-5000}" -- sh tests/guest/run-in-guest.sh; then
+		--timeout "${DCNET_CHECK_TIMEOUT:-5200}" -- sh tests/guest/run-in-guest.sh; then
 		vm_ok=0
 	fi
 	[ -f "$OUT/guest/guest.log" ] && sed 's/^/  guest| /' "$OUT/guest/guest.log" | grep -E 'PASSED|FAILED|ERROR|SKIPPED|passed|failed|^  guest\| (not )?ok|Error|assert' | head -80
