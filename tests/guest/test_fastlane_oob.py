@@ -156,11 +156,16 @@ class Capture:
         return self.pkts
 
 
+def path(lab, netem=REORDER):
+    """netem on sw's port towards h2: what happens to h1's data"""
+    sh(f"tc qdisc replace dev h2 root netem {netem} limit 10000", ns=lab.sw)
+
+
 @pytest.fixture(scope="module")
 def lab():
     lab = Lab(["h1", "h2"], prefix="oo")
     # reorder h1's data on its way to h2
-    sh(f"tc qdisc add dev h2 root netem {REORDER} limit 10000", ns=lab.sw)
+    path(lab)
     yield lab
     lab.close()
 
@@ -351,9 +356,9 @@ SCATTER_REORDER = "delay 20ms reorder 50%"
 
 @pytest.fixture
 def scatter_path(lab):
-    sh(f"tc qdisc replace dev h2 root netem {SCATTER_REORDER} limit 10000", ns=lab.sw)
+    path(lab, SCATTER_REORDER)
     yield lab
-    sh(f"tc qdisc replace dev h2 root netem {REORDER} limit 10000", ns=lab.sw)
+    path(lab)
 
 
 SCATTER = [
@@ -590,7 +595,7 @@ class Blackholed:
         self.ts = last["ts"]
         self.wscale = synack[0]["wscale"] or 0
         self.negotiated = bool(synack[0]["perm"])
-        sh("tc qdisc replace dev h2 root netem loss 100% limit 10000", ns=lab.sw)
+        path(lab, "loss 100%")
         self.closed, self.holed = False, True
         self.cli.send(b"b" * OUTSTANDING)
         assert wait_for(lambda: ioctl_int(self.cli, SIOCOUTQ) - ioctl_int(self.cli, SIOCOUTQNSD)
@@ -616,7 +621,7 @@ class Blackholed:
 
     def restore(self):
         if self.holed:
-            sh(f"tc qdisc replace dev h2 root netem {REORDER} limit 10000", ns=self.lab.sw)
+            path(self.lab)
             self.holed = False
 
     def finish(self):
