@@ -2,7 +2,7 @@
 """The summary of `make check`: counts every result once, per suite, and
 fails on anything that did not pass or did not report.
 
-    check_summary.py OUT --host-rc N [--guest --vm-ok 0|1] [--kunit-modules FILE]
+    check_summary.py OUT --host-rc N [--guest --vm-ok 0|1 [--vms N]] [--kunit-modules FILE]
 
 Sources, all under OUT:
   host-junit.xml             the host pytest suite (its exit status is --host-rc:
@@ -10,8 +10,10 @@ Sources, all under OUT:
                              e.g. a collection error or a crash, is a failure)
   guest/guest-results.jsonl  the guest pytest suite, one line per test event as
                              it happened (scripts/pytest_jsonl.py): a test that
-                             started and never reported hung or the VM died
-  guest/kunit-SUITE.ktap     one KUnit suite each; every module in
+                             started and never reported hung or the VM died;
+                             with --vms N, VM 1..N-1 wrote guest-1/, ...: each
+                             VM's part is counted, and a VM that ran nothing fails
+  guest/kunit-SUITE.ktap     (VM 0 only) one KUnit suite each; every module in
                              tests/guest/kunit-modules must report, with at least
                              one case and its suite's closing line
 Prints one line per suite, each failure, and "N passed, N failed[, N skipped]".
@@ -64,11 +66,11 @@ def host(t, out, rc):
     t.suite("host pytest", p, f, s)
 
 
-def guest_pytest(t, gdir):
+def guest_pytest(t, gdir, name="guest pytest"):
     path = os.path.join(gdir, "guest-results.jsonl")
     if not os.path.exists(path):
-        t.suite("guest pytest", 0, 1, 0)
-        t.fail("guest pytest: no results (guest-results.jsonl missing: the suite never started)")
+        t.suite(name, 0, 1, 0)
+        t.fail(f"{name}: no results (guest-results.jsonl missing: the suite never started)")
         return
     order, outcome, started = [], {}, None
     rank = {"passed": 0, "skipped": 1, "failed": 2}
@@ -107,8 +109,8 @@ def guest_pytest(t, gdir):
             t.fail(f"guest: {test}")
     if not order:
         f += 1
-        t.fail("guest pytest: no test ran")
-    t.suite("guest pytest", p, f, s)
+        t.fail(f"{name}: no test ran")
+    t.suite(name, p, f, s)
 
 
 CASE = re.compile(r"^\s{4}(not ok|ok) \d+ (\S+)(.*)$")
@@ -160,6 +162,7 @@ def main(argv=None):
     ap.add_argument("--host-rc", type=int, required=True)
     ap.add_argument("--guest", action="store_true")
     ap.add_argument("--vm-ok", type=int, default=1)
+    ap.add_argument("--vms", type=int, default=1, help="VMs the guest suite was split over")
     ap.add_argument("--kunit-modules", default=os.path.join(
         os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "guest", "kunit-modules"))
     a = ap.parse_args(argv)
@@ -170,7 +173,10 @@ def main(argv=None):
         with open(a.kunit_modules) as fh:
             modules = [l.strip() for l in fh if l.strip() and not l.startswith("#")]
         kunit(t, gdir, modules)
-        guest_pytest(t, gdir)
+        if a.vms == 1:
+            guest_pytest(t, gdir)
+        for i in range(a.vms if a.vms > 1 else 0):
+            guest_pytest(t, gdir if i == 0 else f"{gdir}-{i}", f"guest pytest vm{i}")
         if not a.vm_ok:
             t.failed += 1
             t.fail("vm: the guest failed, hung or the kernel splatted (see above)")

@@ -66,7 +66,7 @@ def summary(out, capsys, **kw):
     mods.write_text("# test\nalpha_kunit\nbeta_kunit\n")
     argv = [str(out), "--host-rc", str(kw.get("host_rc", 0)), "--kunit-modules", str(mods)]
     if kw.get("guest", True):
-        argv += ["--guest", "--vm-ok", str(kw.get("vm_ok", 1))]
+        argv += ["--guest", "--vm-ok", str(kw.get("vm_ok", 1)), "--vms", str(kw.get("vms", 1))]
     rc = check_summary.main(argv)
     return rc, capsys.readouterr().out
 
@@ -219,3 +219,64 @@ def test_dcnet_settings_reach_the_guest_but_not_the_runners_own():
                           "DCNET_CLOCK": "real", "DCNET_BAD-NAME": "1", "HOME": "/root",
                           "DCNET_X": "a b; rm -rf /"})
     assert s == "export DCNET_KUNIT=''\nexport DCNET_TEST_TIMEOUT=60\nexport DCNET_X='a b; rm -rf /'\n"
+
+
+def test_two_vms_each_counted_and_a_vm_that_ran_nothing_fails(tmp_path, capsys):
+    out = tmp_path
+    guest_dir(out)          # VM 0: KUnit and one passing test
+    g1 = out / "guest-1"
+    g1.mkdir()
+    with open(g1 / "guest-results.jsonl", "w") as f:
+        for t in ("u::a", "u::b"):
+            f.write(json.dumps({"event": "start", "test": t}) + "\n")
+            f.write(json.dumps({"event": "result", "test": t, "when": "call", "outcome": "passed"}) + "\n")
+    rc, text = summary(out, capsys, vms=2)
+    assert rc == 0, text
+    assert "  guest pytest vm0: 1 passed, 0 failed, 0 skipped" in text
+    assert "  guest pytest vm1: 2 passed, 0 failed, 0 skipped" in text
+    assert text.rstrip().endswith("9 passed, 0 failed")
+    # a third VM that never started its suite fails the check
+    rc, text = summary(out, capsys, vms=3)
+    assert rc == 1
+    assert "FAILED guest pytest vm2: no results" in text
+
+
+def test_guest_shards_split_every_file_once_longest_first():
+    import guest_shards
+    files = [f"tests/guest/test_{c}.py" for c in "abcdef"]
+    secs = {files[0]: 500, files[1]: 400, files[2]: 300, files[3]: 100, files[4]: 100}
+    parts, load = guest_shards.shards(files, secs, 2, kunit_s=60, default_s=50)
+    assert sorted(f for p in parts for f in p) == files
+    # LPT, vm0 starting with KUnit's 60 s: a (500) to vm1, b (400) and
+    # c (300) to vm0, then d, e (100) and f (default 50) to vm1
+    assert parts[0] == [files[1], files[2]]
+    assert parts[1] == [files[0], files[3], files[4], files[5]]
+    assert load == [760.0, 750.0]
+    # the same input splits the same way; more VMs than files: one file each
+    assert guest_shards.shards(files, secs, 2, kunit_s=60, default_s=50)[0] == parts
+    assert [len(p) for p in guest_shards.shards(files[:2], secs, 4)[0]] == [1, 1]
+    # the repository's own suite: every test file in exactly one VM
+    real = guest_shards.test_files()
+    got = guest_shards.shards(real, guest_shards.load_durations(), 2)[0]
+    assert sorted(f for p in got for f in p) == real and all(got)
+
+
+def test_guest_shards_measure_each_tests_wall_time_per_file(tmp_path):
+    import guest_shards
+    for d, evs in (("guest", [("start", "tests/guest/test_a.py::x", 10.0),
+                              ("result", "tests/guest/test_a.py::x", 25.5),
+                              ("start", "tests/guest/test_b.py::y", 30.0),
+                              ("result", "tests/guest/test_b.py::y", 31.0),
+                              ("result", "tests/guest/test_b.py::y", 32.0)]),
+                   ("guest-1", [("start", "tests/guest/test_a.py::z", 5.0),
+                                ("result", "tests/guest/test_a.py::z", 9.0),
+                                ("start", "tests/guest/test_c.py::hung", 9.0)])):
+        (tmp_path / d).mkdir()
+        with open(tmp_path / d / "guest-results.jsonl", "w") as f:
+            for ev, test, t in evs:
+                f.write(json.dumps({"event": ev, "test": test, "t": t}) + "\n")
+            f.write('{"event": "res')      # a line cut short
+    # setup to teardown (the last result), both VMs; a test that never
+    # reported adds nothing
+    assert guest_shards.measured(str(tmp_path)) == {"tests/guest/test_a.py": 19.5,
+                                                    "tests/guest/test_b.py": 2.0}
