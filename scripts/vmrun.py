@@ -23,6 +23,20 @@ The clock (--clock, or DCNET_CLOCK when the flag is not given):
            demonstration and the testbed use it by default.
   real     plain TCG: the guest's clock is the host's.  Fastest in wall
            time; what `make check` uses.
+vCPUs (--cpus, else DCNET_VM_CPUS): one in virtual time, two in real
+time.  Under icount the vCPUs share one instruction-counted timeline: TCG
+runs them in turn in one host thread and the clock advances with the
+instructions of all of them (measured: two threads spinning on two vCPUs
+made 2.34 M loop iterations in 200 ms together, one thread alone 2.41 M).
+A second vCPU therefore adds no capacity in virtual time; it halves the
+busy fraction /proc/stat reports (a mean over the vCPUs, so 50% can be a
+saturated machine), and the order in which TCG interleaves the vCPUs
+follows host events (a 50 ms clock_gettime loop varied 0.6-1.9% between
+boots with two vCPUs, 0.02-0.17% with one: bench/determinism.py).
+
+DCNET_VM_SEED=N passes QEMU's -seed N: the guest's RDRAND/RDSEED come
+from a PRNG seeded with N (TCG only), which bench/determinism.py probes.
+
 OUT/vm.json records the clock, the shift, vCPUs, memory, kernel release
 and the repository's commit, for the reports' headers.
 
@@ -72,6 +86,17 @@ def find_splats(dmesg):
 
 CLOCKS = ("virtual", "real")
 ICOUNT_SHIFT = 0
+
+
+def default_cpus(clock):
+    """vCPUs when the caller names none: DCNET_VM_CPUS, else one in
+    virtual time (see the module's docstring) and two in real time."""
+    v = os.environ.get("DCNET_VM_CPUS", "").strip()
+    if v:
+        if not v.isdigit() or int(v) < 1:
+            sys.exit(f"vmrun: DCNET_VM_CPUS must be a positive number, not {v!r}")
+        return int(v)
+    return 1 if clock == "virtual" else 2
 
 
 def clock_opts(clock):
@@ -140,7 +165,7 @@ def vng_binary():
 # The caller's DCNET_* settings the guest's tests read (DCNET_KUNIT,
 # DCNET_TEST_TIMEOUT, DCNET_TESTBED_QUICK, ...) reach the guest; those
 # this runner sets itself do not pass through.
-NOT_PASSED = ("DCNET_OUT", "DCNET_TC", "DCNET_SS", "DCNET_CLOCK", "DCNET_VNG", "DCNET_9P_CACHE", "DCNET_VM_ACCEL")
+NOT_PASSED = ("DCNET_OUT", "DCNET_TC", "DCNET_SS", "DCNET_CLOCK", "DCNET_VNG", "DCNET_9P_CACHE", "DCNET_VM_ACCEL", "DCNET_VM_SEED", "DCNET_VM_CPUS")
 
 
 def passed_env(env):
@@ -214,6 +239,12 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real"):
             # lockdep off for the whole run.  4-level paging avoids it.
             "--append", " ".join(["no5lvl"] + root_flags(os.environ.get("DCNET_9P_CACHE", "loose")))]
     qopts = clock_opts(clock)
+    seed = os.environ.get("DCNET_VM_SEED")
+    if seed:
+        if not seed.isdigit():
+            sys.exit(f"vmrun: DCNET_VM_SEED must be a number, not {seed!r}")
+        # QEMU's own PRNG, which backs RDRAND/RDSEED under TCG
+        qopts = qopts + ["-seed", seed]
     if qopts:
         argv.append("--qemu-opts=" + " ".join(qopts))
     if os.environ.get("DCNET_VM_ACCEL", "tcg") != "kvm":
@@ -229,7 +260,8 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real"):
     meta = {"clock": clock, "icount_shift": ICOUNT_SHIFT if clock == "virtual" else None,
             "qemu_opts": qopts, "accel": "kvm" if os.environ.get("DCNET_VM_ACCEL") == "kvm" else "tcg",
             "cpus": cpus, "memory": memory, "kernel": release, "commit": git_commit(),
-            "9p_cache": os.environ.get("DCNET_9P_CACHE", "loose")}
+            "9p_cache": os.environ.get("DCNET_9P_CACHE", "loose"),
+            "qemu_seed": int(seed) if seed else None}
     with open(os.path.join(out, "vm.json"), "w") as f:
         json.dump(meta, f, indent=1)
     t0 = time.time()
@@ -294,7 +326,8 @@ def main():
     ap.add_argument("--kernel", required=True, help="build directory (make O=) or bzImage")
     ap.add_argument("--out", required=True, help="directory for the results (guest-writable)")
     ap.add_argument("--timeout", type=int, default=1800)
-    ap.add_argument("--cpus", type=int, default=2)
+    ap.add_argument("--cpus", type=int, default=None,
+                    help="vCPUs; default: DCNET_VM_CPUS, else 1 in virtual time and 2 in real time")
     ap.add_argument("--memory", default="2G")
     ap.add_argument("--clock", choices=CLOCKS, default=None,
                     help="virtual (QEMU icount) or real; default: DCNET_CLOCK, else real")
@@ -305,6 +338,7 @@ def main():
     if not cmd:
         ap.error("no command")
     clock = a.clock or default_clock("real")
+    cpus = a.cpus or default_cpus(clock)
 
     def on_term(signum, _frame):
         # a stopped driver stops its VM: SystemExit reaches run()'s
@@ -312,7 +346,7 @@ def main():
         raise SystemExit(128 + signum)
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGHUP, on_term)
-    sys.exit(run(a.kernel, a.out, cmd, a.timeout, a.cpus, a.memory, a.verbose, clock))
+    sys.exit(run(a.kernel, a.out, cmd, a.timeout, cpus, a.memory, a.verbose, clock))
 
 
 if __name__ == "__main__":

@@ -199,6 +199,42 @@ def test_clock_options():
         vmrun.clock_opts("fast")
 
 
+def test_default_cpus_one_in_virtual_time(monkeypatch):
+    """icount's vCPUs share one timeline: virtual time gets one vCPU,
+    real time keeps two, DCNET_VM_CPUS overrides, nonsense is refused."""
+    monkeypatch.delenv("DCNET_VM_CPUS", raising=False)
+    assert vmrun.default_cpus("virtual") == 1
+    assert vmrun.default_cpus("real") == 2
+    monkeypatch.setenv("DCNET_VM_CPUS", "3")
+    assert vmrun.default_cpus("virtual") == 3
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("DCNET_VM_CPUS", bad)
+        with pytest.raises(SystemExit):
+            vmrun.default_cpus("virtual")
+
+
+def test_seed_reaches_qemu_and_vm_json(tmp_path, monkeypatch):
+    """DCNET_VM_SEED becomes QEMU's -seed and is recorded; a non-number
+    is refused before anything boots."""
+    vng = tmp_path / "vng"
+    vng.write_text("#!/bin/sh\necho \"$@\" > " + str(tmp_path / "argv") + "\n"
+                   "for a; do case $a in sh\\ *) s=${a#sh };; esac; done\n"
+                   "out=$(sed -n 's/^export DCNET_OUT=//p' $s); echo 0 > $out/status\n")
+    vng.chmod(0o755)
+    kdir = fake_kernel(tmp_path)
+    monkeypatch.setenv("DCNET_VNG", str(vng))
+    monkeypatch.setenv("DCNET_VM_SEED", "7")
+    rc = vmrun.run(str(kdir), str(tmp_path / "out"), ["true"], timeout=20, cpus=1,
+                   memory="1G", verbose=False, clock="virtual")
+    assert rc == 0
+    assert "-icount shift=0,sleep=off -seed 7" in (tmp_path / "argv").read_text()
+    assert json.load(open(tmp_path / "out" / "vm.json"))["qemu_seed"] == 7
+    monkeypatch.setenv("DCNET_VM_SEED", "x")
+    with pytest.raises(SystemExit):
+        vmrun.run(str(kdir), str(tmp_path / "out2"), ["true"], timeout=20, cpus=1,
+                  memory="1G", verbose=False, clock="virtual")
+
+
 def test_console_splat_fails_the_run(tmp_path, monkeypatch):
     vng = tmp_path / "vng"
     # a guest that reports success, but whose console shows a splat
