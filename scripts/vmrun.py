@@ -99,6 +99,31 @@ def default_cpus(clock):
     return 1 if clock == "virtual" else 2
 
 
+def root_mode(clock):
+    """the guest's root: "sealed" (everything in an initramfs,
+    scripts/sealed.py) or "9p" (the host's, virtme-ng).  DCNET_VM_ROOT
+    chooses; by default virtual time is sealed, real time 9p."""
+    v = os.environ.get("DCNET_VM_ROOT", "").strip()
+    if v:
+        if v not in ("sealed", "9p"):
+            sys.exit(f"vmrun: DCNET_VM_ROOT must be sealed or 9p, not {v!r}")
+        return v
+    return "sealed" if clock == "virtual" else "9p"
+
+
+def build_dir():
+    return os.environ.get("BUILD") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "dcnet", "build")
+
+
+def kernel_release(kdir):
+    try:
+        with open(os.path.join(kdir, "include", "config", "kernel.release")) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
 def clock_opts(clock):
     """QEMU options for a clock (see the module's docstring)."""
     if clock == "virtual":
@@ -214,20 +239,28 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real"):
             os.unlink(os.path.join(out, name))
         except FileNotFoundError:
             pass
+    sealed_root = root_mode(clock) == "sealed"
+    # A sealed guest sees its results directory at one fixed path, so that
+    # every boot of a run gets the same initramfs and the same command line
+    # (a different path is a different instruction stream).
+    gout = out
+    if sealed_root:
+        import sealed
+        gout = sealed.GUEST_OUT
+        cmd = [c.replace(out, gout) for c in cmd]
     script = os.path.join(out, "guest.sh")
     with open(script, "w") as f:
         # tc with the project's iproute2 patches (scripts/iproute2.sh)
-        build = os.environ.get("BUILD") or os.path.join(
-            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "dcnet", "build")
+        build = build_dir()
         tc = os.path.join(build, "iproute2", "tc", "tc")
         ss = os.path.join(build, "iproute2", "misc", "ss")
-        f.write(GUEST_SCRIPT.format(out=shlex.quote(out), root=shlex.quote(ROOT),
+        f.write(GUEST_SCRIPT.format(out=shlex.quote(gout), root=shlex.quote(ROOT),
                                     tc=shlex.quote(tc if os.path.exists(tc) else "tc"),
                                     ss=shlex.quote(ss if os.path.exists(ss) else "ss"),
                                     venv=shlex.quote(os.path.join(ROOT, ".venv")),
                                     passed=passed_env(os.environ),
                                     log=(LOG_VIRTUAL if clock == "virtual" else LOG_REAL).format(
-                                        out=shlex.quote(out), cmd=" ".join(shlex.quote(c) for c in cmd))))
+                                        out=shlex.quote(gout), cmd=" ".join(shlex.quote(c) for c in cmd))))
     os.chmod(script, 0o755)
 
     argv = [vng_binary(), "--run", kdir, "--cpus", str(cpus), "--memory", memory,
@@ -249,23 +282,30 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real"):
         argv.append("--qemu-opts=" + " ".join(qopts))
     if os.environ.get("DCNET_VM_ACCEL", "tcg") != "kvm":
         argv.insert(1, "--disable-kvm")
+    console = os.path.join(out, "console.log")
+    image = None
+    if sealed_root:
+        image = os.path.join(out, "sealed.cpio.gz")
+        t_img = time.time()
+        size = sealed.build(image, kdir, kernel_release(kdir), script, gout, build_dir())
+        print(f"vmrun: sealed initramfs, {size / 1e6:.0f} MB, built in {time.time() - t_img:.0f} s",
+              file=sys.stderr)
+        argv = sealed.qemu_argv(image, os.path.join(kdir, "arch/x86/boot/bzImage"), cpus, memory,
+                                console + ".serial")
+        qopts = argv[argv.index("-icount"):argv.index("-rtc") + 2]
+        seed = str(sealed.SEED)
     if verbose:
         print("vmrun:", " ".join(shlex.quote(a) for a in argv), file=sys.stderr)
-    release = None
-    try:
-        with open(os.path.join(kdir, "include", "config", "kernel.release")) as f:
-            release = f.read().strip()
-    except OSError:
-        pass
+    release = kernel_release(kdir)
     meta = {"clock": clock, "icount_shift": ICOUNT_SHIFT if clock == "virtual" else None,
             "qemu_opts": qopts, "accel": "kvm" if os.environ.get("DCNET_VM_ACCEL") == "kvm" else "tcg",
             "cpus": cpus, "memory": memory, "kernel": release, "commit": git_commit(),
             "9p_cache": os.environ.get("DCNET_9P_CACHE", "loose"),
-            "qemu_seed": int(seed) if seed else None}
+            "qemu_seed": int(seed) if seed else None,
+            "root": "sealed initramfs" if sealed_root else "host over 9p (virtme-ng)"}
     with open(os.path.join(out, "vm.json"), "w") as f:
         json.dump(meta, f, indent=1)
     t0 = time.time()
-    console = os.path.join(out, "console.log")
     with open(console, "w") as con:
         # vng wants a terminal-ish stdin; give it /dev/null.  Its own
         # session, so that a timeout ends QEMU too, not only vng.
@@ -284,6 +324,17 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real"):
         # vng left behind).
         kill_group(proc)
     elapsed = time.time() - t0
+    if sealed_root:
+        # QEMU wrote the guest's serial console beside its own output
+        serial = console + ".serial"
+        n = sealed.unpack(serial, out)
+        print(f"vmrun: sealed guest returned {n if n is not None else 'no'} result files", file=sys.stderr)
+        if os.path.exists(serial):
+            with open(serial, "rb") as src, open(console, "ab") as dst:
+                shutil.copyfileobj(src, dst)
+            os.unlink(serial)
+        if image and os.path.exists(image):
+            os.unlink(image)
 
     status_file = os.path.join(out, "status")
     dmesg_file = os.path.join(out, "dmesg.txt")

@@ -175,6 +175,7 @@ def test_vm_timeout_ends_qemu_too(tmp_path, monkeypatch):
     vng.chmod(0o755)
     kdir = fake_kernel(tmp_path)
     monkeypatch.setenv("DCNET_VNG", str(vng))
+    monkeypatch.setenv("DCNET_VM_ROOT", "9p")
     t0 = time.time()
     rc = vmrun.run(str(kdir), str(tmp_path / "out"), ["true"], timeout=2, cpus=1,
                    memory="1G", verbose=False, clock="virtual")
@@ -213,6 +214,47 @@ def test_default_cpus_one_in_virtual_time(monkeypatch):
             vmrun.default_cpus("virtual")
 
 
+def test_root_mode_sealed_in_virtual_time(monkeypatch):
+    monkeypatch.delenv("DCNET_VM_ROOT", raising=False)
+    assert vmrun.root_mode("virtual") == "sealed"
+    assert vmrun.root_mode("real") == "9p"
+    monkeypatch.setenv("DCNET_VM_ROOT", "9p")
+    assert vmrun.root_mode("virtual") == "9p"
+    monkeypatch.setenv("DCNET_VM_ROOT", "nfs")
+    with pytest.raises(SystemExit):
+        vmrun.root_mode("virtual")
+
+
+def test_sealed_results_leave_over_the_console(tmp_path):
+    """The guest's base64 tar between the markers becomes files in OUT;
+    the console keeps its other lines; a damaged archive is reported,
+    not extracted; a console without one gives None."""
+    import base64
+    import io
+    import tarfile
+    import sealed
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        data = b'{"x": 1}'
+        ti = tarfile.TarInfo("./raw.json")
+        ti.size = len(data)
+        tf.addfile(ti, io.BytesIO(data))
+    b64 = base64.encodebytes(buf.getvalue()).replace(b"\n", b"\r\n")
+    con = tmp_path / "console"
+    con.write_bytes(b"[ 1.0] booted\r\n" + sealed.BEGIN.encode() + b"\r\n" + b64 +
+                    sealed.END.encode() + b"\r\n[ 2.0] reboot: Power down\r\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    assert sealed.unpack(str(con), str(out)) == 1
+    assert (out / "raw.json").read_bytes() == data
+    text = con.read_text()
+    assert "booted" in text and "Power down" in text and sealed.BEGIN not in text
+    con.write_bytes(sealed.BEGIN.encode() + b"\nnot base64 at all!!\n" + sealed.END.encode())
+    assert sealed.unpack(str(con), str(tmp_path / "out2")) is None
+    con.write_bytes(b"[ 1.0] Kernel panic\n")
+    assert sealed.unpack(str(con), str(out)) is None
+
+
 def test_seed_reaches_qemu_and_vm_json(tmp_path, monkeypatch):
     """DCNET_VM_SEED becomes QEMU's -seed and is recorded; a non-number
     is refused before anything boots."""
@@ -224,6 +266,7 @@ def test_seed_reaches_qemu_and_vm_json(tmp_path, monkeypatch):
     kdir = fake_kernel(tmp_path)
     monkeypatch.setenv("DCNET_VNG", str(vng))
     monkeypatch.setenv("DCNET_VM_SEED", "7")
+    monkeypatch.setenv("DCNET_VM_ROOT", "9p")
     rc = vmrun.run(str(kdir), str(tmp_path / "out"), ["true"], timeout=20, cpus=1,
                    memory="1G", verbose=False, clock="virtual")
     assert rc == 0
