@@ -42,7 +42,7 @@ from dcnet.warm import EXTRA_GLOBS, TOOLS  # noqa: E402
 # more than dcnet/warm.py's tools: what the guest scripts call besides
 MORE_TOOLS = ["bash", "dash", "patchelf", "depmod", "timeout", "env", "taskset", "ping", "sort",
               "head", "tail", "grep", "sed", "awk", "mkdir", "cp", "rm", "ls", "uname", "date",
-              "dmesg", "mount", "id", "find", "xz", "gzip", "python3"]
+              "dmesg", "mount", "id", "find", "xz", "gzip", "python3", "ldd"]
 ETC = ["/etc/passwd", "/etc/group", "/etc/hosts", "/etc/nsswitch.conf", "/etc/protocols",
        "/etc/services", "/etc/iproute2", "/etc/ethertypes"]
 # Python's standard library without what no guest imports
