@@ -250,7 +250,7 @@ def build(image, kdir, release, script, out, build_dir):
     return len(cpio)
 
 
-def qemu_argv(image, bzimage, cpus, memory, console):
+def qemu_argv(image, bzimage, cpus, memory, console, seed=SEED):
     """QEMU for a sealed run: TCG, icount, one seeded PRNG, a virtual RTC
     from a fixed date, no device but the serial console (written to the
     file console), which also carries the results."""
@@ -259,7 +259,7 @@ def qemu_argv(image, bzimage, cpus, memory, console):
             "-serial", f"file:{console}",
             "-kernel", bzimage, "-initrd", image,
             "-append", "console=ttyS0 no5lvl panic=-1 rdinit=/init quiet",
-            "-icount", "shift=0,sleep=off", "-seed", str(SEED),
+            "-icount", "shift=0,sleep=off", "-seed", str(seed),
             "-rtc", f"base={RTC_BASE},clock=vm"]
 
 

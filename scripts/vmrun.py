@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""Boot a built kernel with virtme-ng, run one command in it, collect the result.
+"""Boot a built kernel, run one command in it, collect the result.
 
     scripts/vmrun.py --kernel build/obj-debug --out results/x -- CMD ARGS...
 
-The guest sees the host's root filesystem read-only (virtme-ng), this
-repository at the same path, and OUT read-write.  CMD runs as root in the
+In real time the guest sees the host's root filesystem read-only
+(virtme-ng), this repository at the same path, and OUT read-write.  In
+virtual time it is sealed (scripts/sealed.py, DCNET_VM_ROOT=9p for the
+former): the same paths come from an initramfs, OUT is /dcnet/out in the
+guest (the command's arguments are rewritten), and its contents come back
+over the serial console when the command ends.  CMD runs as root in the
 repository's directory with DCNET_OUT=OUT in its environment; its output
 goes to OUT/guest.log, its exit status to OUT/status, the kernel log to
 OUT/dmesg.txt.  The run fails (exit 1) when the command fails, when the
@@ -35,7 +39,9 @@ follows host events (a 50 ms clock_gettime loop varied 0.6-1.9% between
 boots with two vCPUs, 0.02-0.17% with one: bench/determinism.py).
 
 DCNET_VM_SEED=N passes QEMU's -seed N: the guest's RDRAND/RDSEED come
-from a PRNG seeded with N (TCG only), which bench/determinism.py probes.
+from a PRNG seeded with N (TCG only).  A sealed guest always has a seed
+(1 unless DCNET_VM_SEED says otherwise): the same seed repeats a run
+exactly, another gives another sample of the same experiment.
 
 OUT/vm.json records the clock, the shift, vCPUs, memory, kernel release
 and the repository's commit, for the reports' headers.
@@ -290,10 +296,12 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real"):
         size = sealed.build(image, kdir, kernel_release(kdir), script, gout, build_dir())
         print(f"vmrun: sealed initramfs, {size / 1e6:.0f} MB, built in {time.time() - t_img:.0f} s",
               file=sys.stderr)
+        # another seed is another sample of the same experiment: the same
+        # seed repeats it exactly
+        seed = seed or str(sealed.SEED)
         argv = sealed.qemu_argv(image, os.path.join(kdir, "arch/x86/boot/bzImage"), cpus, memory,
-                                console + ".serial")
+                                console + ".serial", seed)
         qopts = argv[argv.index("-icount"):argv.index("-rtc") + 2]
-        seed = str(sealed.SEED)
     if verbose:
         print("vmrun:", " ".join(shlex.quote(a) for a in argv), file=sys.stderr)
     release = kernel_release(kdir)
