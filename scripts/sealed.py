@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A sealed guest: everything a run needs in its initramfs, nothing read
-from the host while it runs, so that a run in virtual time repeats
-exactly from one boot to the next.
+from the host while it runs, so that the host's timing does not reach a
+run in virtual time.
 
 Why: under QEMU icount a guest's clock counts instructions, but what
 waits on the host does not: virtme-ng's root is the host's file system
@@ -13,7 +13,8 @@ nothing from the host, with one vCPU (TCG interleaves vCPUs on host
 events), QEMU's -seed (RDRAND) and a fixed virtual RTC, executes the same
 instructions in every boot: bench/determinism.py's probe printed
 byte-identical output (boot_id, getrandom, every TCP counter) in two
-boots on a loaded host.
+boots on a loaded host.  The benches still diverge after their first
+seconds (docs/architecture.md): a rarer source is left.
 
 The initramfs mirrors the host's paths for what the benches run: the
 tools of dcnet/warm.py and their libraries, the project's tc and ss, the
@@ -258,7 +259,8 @@ def qemu_argv(image, bzimage, cpus, memory, console, seed=SEED):
             "-display", "none", "-nodefaults", "-no-reboot",
             "-serial", f"file:{console}",
             "-kernel", bzimage, "-initrd", image,
-            "-append", "console=ttyS0 no5lvl panic=-1 rdinit=/init quiet",
+            "-append", " ".join(["console=ttyS0 no5lvl panic=-1 rdinit=/init quiet"] +
+                                os.environ.get("DCNET_VM_APPEND", "").split()),
             "-icount", "shift=0,sleep=off", "-seed", str(seed),
             "-rtc", f"base={RTC_BASE},clock=vm"]
 
