@@ -661,7 +661,7 @@ def ccstate_report(f7, k_bytes):
 
 def report(res, pngs, out):
     L = ["# D2TCP against DCTCP", "",
-         f"Kernel `{res['kernel']}` under virtme-ng, 2 vCPUs. One unshaped cubic flow "
+         f"Kernel `{res['kernel']}` (vCPUs and root: the run header). One unshaped cubic flow "
          f"through the router namespace sustained {res['sustained_mbit'] or 0:.1f} Mbit/s in this guest"
          + (f" (virtual CPU {busy_pct(res.get('calibration_cpu_busy'))} busy: this flow measures what the "
             "guest's CPU sustains, so it is not a flagged cell)" if res.get("calibration_cpu_busy") is not None

@@ -546,7 +546,7 @@ def fmt(v, f="{:.1f}"):
 
 def report(res, pngs, out):
     L = ["# FastLane against TCP's own loss recovery", "",
-         f"Kernel `{res['kernel']}` under virtme-ng, 2 vCPUs. One unshaped flow sustained "
+         f"Kernel `{res['kernel']}` (vCPUs and root: the run header). One unshaped flow sustained "
          f"{res['sustained_mbit']:.1f} Mbit/s; the aggregator's port is HTB {res['rate_mbit']} Mbit/s "
          f"(scale {res['rate_mbit'] / 10000:.4f} of the paper's 10 Gbit/s) over a {res['buffer']} B port buffer; "
          f"DCTCP's K = {res['k_bytes']} B. All schemes in one run, same namespaces and seeds."

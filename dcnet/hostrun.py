@@ -121,6 +121,8 @@ def header(out, wall_s=None, extra=None):
     else:
         clock = "unknown clock"
     parts = [f"clock: {clock}", f"{m.get('cpus', '?')} vCPUs ({m.get('accel', 'tcg')}), {m.get('memory', '?')}",
+             f"root: {m.get('root', 'host over 9p (virtme-ng)')}"
+             + (f", QEMU seed {m['qemu_seed']}" if m.get("qemu_seed") is not None else ""),
              f"kernel {m.get('kernel', '?')}", f"commit {m.get('commit', '?')}"]
     if wall_s is not None:
         parts.append(f"wall time {wall_s:.0f} s")
