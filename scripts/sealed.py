@@ -38,7 +38,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from dcnet.warm import EXTRA_GLOBS, TOOLS  # noqa: E402
+from dcnet.warm import EXTRA_GLOBS, MPTCP_WRAP_GLOB, TOOLS  # noqa: E402
 
 # more than dcnet/warm.py's tools: what the guest scripts call besides
 MORE_TOOLS = ["bash", "dash", "patchelf", "depmod", "timeout", "env", "taskset", "ping", "sort",
@@ -67,7 +67,9 @@ mkdir -p /proc /sys /dev /tmp /run /root
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs dev /dev
-mount -t tmpfs tmp /tmp
+# /tmp stays the initramfs's own (already in memory): files a command
+# names there are in the image
+chmod 1777 /tmp
 mount -t tmpfs run /run
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null
@@ -199,8 +201,9 @@ def add_modules(t, kdir, release):
             os.unlink(p)
 
 
-def build(image, kdir, release, script, out, build_dir):
-    """Write the initramfs for one run to image."""
+def build(image, kdir, release, script, out, build_dir, extra_files=()):
+    """Write the initramfs for one run to image; extra_files (the files
+    the command names, an experiment outside the tree say) go in too."""
     with tempfile.TemporaryDirectory(prefix="dcnet-sealed-") as root:
         t = Tree(root)
         for top in ("/bin", "/sbin", "/lib", "/lib64"):
@@ -209,7 +212,7 @@ def build(image, kdir, release, script, out, build_dir):
         shutil.copy2("/bin/busybox", os.path.join(root, "busybox", "busybox"))
         for name in TOOLS + MORE_TOOLS:
             t.add_program(name)
-        for g in EXTRA_GLOBS:
+        for g in EXTRA_GLOBS + [MPTCP_WRAP_GLOB]:
             for p in glob.glob(g):
                 t.add(p)
                 for lib in libs_of(p):
@@ -231,6 +234,8 @@ def build(image, kdir, release, script, out, build_dir):
         add_python(t)
         add_repo(t)
         add_modules(t, kdir, release)
+        for f in extra_files:
+            t.add(os.path.abspath(f))
         # its own place: OUT may be under /tmp, which /init mounts over
         os.makedirs(os.path.join(root, "sealed"))
         shutil.copy2(script, os.path.join(root, "sealed", "guest.sh"))

@@ -293,7 +293,8 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real"):
     if sealed_root:
         image = os.path.join(out, "sealed.cpio.gz")
         t_img = time.time()
-        size = sealed.build(image, kdir, kernel_release(kdir), script, gout, build_dir())
+        size = sealed.build(image, kdir, kernel_release(kdir), script, gout, build_dir(),
+                            [c for c in cmd if os.path.isabs(c) and os.path.isfile(c)])
         print(f"vmrun: sealed initramfs, {size / 1e6:.0f} MB, built in {time.time() - t_img:.0f} s",
               file=sys.stderr)
         # another seed is another sample of the same experiment: the same
