@@ -23,7 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # what each probe line tells (bench/vtprobe.sh, testbed/tools/vtprobe.c)
 MEANING = {
-    "start_ns": "guest time at the probe's start (boot and setup, with 9p I/O)",
+    "start_ns": "guest time at the probe's start (boot and setup)",
     "boot_id": "the kernel's RNG (boot_id)",
     "getrandom": "getrandom(2), 8 bytes",
     "loop_iters": "clock_gettime() loop, 50 ms",
