@@ -122,7 +122,8 @@ def header(out, wall_s=None, extra=None):
         clock = "unknown clock"
     parts = [f"clock: {clock}", f"{m.get('cpus', '?')} vCPUs ({m.get('accel', 'tcg')}), {m.get('memory', '?')}",
              f"root: {m.get('root', 'host over 9p (virtme-ng)')}"
-             + (f", QEMU seed {m['qemu_seed']}" if m.get("qemu_seed") is not None else ""),
+             + (f", QEMU seed {m['qemu_seed']}" if m.get("qemu_seed") is not None else "")
+             + (", record mode" if any("rr=record" in o for o in m.get("qemu_opts") or []) else ""),
              f"kernel {m.get('kernel', '?')}", f"commit {m.get('commit', '?')}"]
     if wall_s is not None:
         parts.append(f"wall time {wall_s:.0f} s")

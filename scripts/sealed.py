@@ -13,8 +13,8 @@ nothing from the host, with one vCPU (TCG interleaves vCPUs on host
 events), QEMU's -seed (RDRAND) and a fixed virtual RTC, executes the same
 instructions in every boot: bench/determinism.py's probe printed
 byte-identical output (boot_id, getrandom, every TCP counter) in two
-boots on a loaded host.  The benches still diverge after their first
-seconds (docs/architecture.md): a rarer source is left.
+boots on a loaded host.  The last source, a race in QEMU's clock warp
+when the guest halts, is closed by QEMU's record mode (icount_opts()).
 
 The initramfs mirrors the host's paths for what the benches run: the
 tools of dcnet/warm.py and their libraries, the project's tc and ss, the
@@ -43,7 +43,7 @@ from dcnet.warm import EXTRA_GLOBS, MPTCP_WRAP_GLOB, TOOLS  # noqa: E402
 # more than dcnet/warm.py's tools: what the guest scripts call besides
 MORE_TOOLS = ["bash", "dash", "patchelf", "depmod", "timeout", "env", "taskset", "ping", "sort",
               "head", "tail", "grep", "sed", "awk", "mkdir", "cp", "rm", "ls", "uname", "date",
-              "dmesg", "mount", "id", "find", "xz", "gzip", "python3", "ldd"]
+              "dmesg", "mount", "id", "find", "xz", "gzip", "python3", "ldd", "bridge"]
 ETC = ["/etc/passwd", "/etc/group", "/etc/hosts", "/etc/nsswitch.conf", "/etc/protocols",
        "/etc/services", "/etc/iproute2", "/etc/ethertypes"]
 # Python's standard library without what no guest imports
@@ -256,6 +256,27 @@ def build(image, kdir, release, script, out, build_dir, extra_files=()):
     return len(cpio)
 
 
+def icount_opts(rr=None):
+    """-icount's value for a sealed run.
+
+    QEMU's record mode is on (its event log discarded) unless rr or
+    DCNET_VM_RR is "off".  Not for the log: record mode makes the main
+    loop and the vCPU take one mutex (the replay mutex) around each
+    execution slice.  Without it, QEMU 7.2's main loop can see the vCPU
+    halted (HLT sets cpu->halted during the slice) before the vCPU has
+    accounted the slice's instructions (icount_process_data() runs after
+    the slice, outside the BQL), and icount_start_warp_timer() then warps
+    the clock from a stale count: the timer fires late by a host-timing
+    dependent number of nanoseconds, and boots part.  Measured: two boots
+    of the same FastLane cells differed in 2939 of 4381 flows without it
+    and in none with it (raw.json byte-identical); docs/architecture.md.
+    """
+    rr = rr if rr is not None else os.environ.get("DCNET_VM_RR", "record")
+    if rr not in ("record", "off"):
+        sys.exit(f"sealed: DCNET_VM_RR must be record or off, not {rr!r}")
+    return "shift=0,sleep=off" + (",rr=record,rrfile=/dev/null" if rr == "record" else "")
+
+
 def qemu_argv(image, bzimage, cpus, memory, console, seed=SEED):
     """QEMU for a sealed run: TCG, icount, one seeded PRNG, a virtual RTC
     from a fixed date, no device but the serial console (written to the
@@ -266,7 +287,7 @@ def qemu_argv(image, bzimage, cpus, memory, console, seed=SEED):
             "-kernel", bzimage, "-initrd", image,
             "-append", " ".join(["console=ttyS0 no5lvl panic=-1 rdinit=/init quiet"] +
                                 os.environ.get("DCNET_VM_APPEND", "").split()),
-            "-icount", "shift=0,sleep=off", "-seed", str(seed),
+            "-icount", icount_opts(), "-seed", str(seed),
             "-rtc", f"base={RTC_BASE},clock=vm"]
 
 

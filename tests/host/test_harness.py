@@ -359,3 +359,19 @@ def test_guest_shards_measure_each_tests_wall_time_per_file(tmp_path):
     # reported adds nothing
     assert guest_shards.measured(str(tmp_path)) == {"tests/guest/test_a.py": 19.5,
                                                     "tests/guest/test_b.py": 2.0}
+
+
+def test_sealed_icount_records_unless_told_not_to(monkeypatch):
+    """A sealed guest runs in QEMU's record mode (the replay mutex closes
+    the warp race, scripts/sealed.py), its log discarded; DCNET_VM_RR=off
+    gives plain icount; anything else is refused."""
+    import sealed
+    monkeypatch.delenv("DCNET_VM_RR", raising=False)
+    argv = sealed.qemu_argv("img", "bz", 1, "2G", "con")
+    assert argv[argv.index("-icount") + 1] == "shift=0,sleep=off,rr=record,rrfile=/dev/null"
+    monkeypatch.setenv("DCNET_VM_RR", "off")
+    argv = sealed.qemu_argv("img", "bz", 1, "2G", "con")
+    assert argv[argv.index("-icount") + 1] == "shift=0,sleep=off"
+    monkeypatch.setenv("DCNET_VM_RR", "replay")
+    with pytest.raises(SystemExit):
+        sealed.qemu_argv("img", "bz", 1, "2G", "con")
