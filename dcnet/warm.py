@@ -20,7 +20,9 @@ import time
 # what the testbed and the benches execute during their measurements
 TOOLS = ["sh", "sleep", "nsenter", "ip", "tc", "ss", "nstat", "sysctl", "ethtool", "iperf3", "sockperf",
          "mptcpize", "tcpdump", "modprobe", "cat"]
-EXTRA_GLOBS = ["/usr/lib/*/libmptcpwrap.so*", "/usr/lib/x86_64-linux-gnu/libiperf.so*"]
+# mptcpize's LD_PRELOAD library (Debian keeps it in a subdirectory)
+MPTCP_WRAP_GLOB = "/usr/lib/x86_64-linux-gnu/mptcpize/libmptcpwrap.so*"
+EXTRA_GLOBS = [MPTCP_WRAP_GLOB, "/usr/lib/x86_64-linux-gnu/libiperf.so*"]
 
 
 def _libs(path):
@@ -80,7 +82,6 @@ def prewarm(extra=(), verbose=True):
 
 BOX = "/tmp/dcnet-tools"
 LDSO = "ld-linux-x86-64.so.2"
-MPTCP_WRAP_GLOB = "/usr/lib/x86_64-linux-gnu/mptcpize/libmptcpwrap.so*"
 BOX_TOOLS = TOOLS + ["env", "true", "dltraffic"]
 
 

@@ -38,7 +38,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from dcnet.warm import EXTRA_GLOBS, MPTCP_WRAP_GLOB, TOOLS  # noqa: E402
+from dcnet.warm import EXTRA_GLOBS, TOOLS  # noqa: E402
 
 # more than dcnet/warm.py's tools: what the guest scripts call besides
 MORE_TOOLS = ["bash", "dash", "patchelf", "depmod", "timeout", "env", "taskset", "ping", "sort",
@@ -212,7 +212,7 @@ def build(image, kdir, release, script, out, build_dir, extra_files=()):
         shutil.copy2("/bin/busybox", os.path.join(root, "busybox", "busybox"))
         for name in TOOLS + MORE_TOOLS:
             t.add_program(name)
-        for g in EXTRA_GLOBS + [MPTCP_WRAP_GLOB]:
+        for g in EXTRA_GLOBS:
             for p in glob.glob(g):
                 t.add(p)
                 for lib in libs_of(p):
