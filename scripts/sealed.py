@@ -256,10 +256,10 @@ def build(image, kdir, release, script, out, build_dir, extra_files=()):
     return len(cpio)
 
 
-def icount_opts(rr=None):
+def icount_opts():
     """-icount's value for a sealed run.
 
-    QEMU's record mode is on (its event log discarded) unless rr or
+    QEMU's record mode is on (its event log discarded) unless
     DCNET_VM_RR is "off".  Not for the log: record mode makes the main
     loop and the vCPU take one mutex (the replay mutex) around each
     execution slice.  Without it, QEMU 7.2's main loop can see the vCPU
@@ -271,7 +271,7 @@ def icount_opts(rr=None):
     of the same FastLane cells differed in 2939 of 4381 flows without it
     and in none with it (raw.json byte-identical); docs/architecture.md.
     """
-    rr = rr if rr is not None else os.environ.get("DCNET_VM_RR", "record")
+    rr = os.environ.get("DCNET_VM_RR", "record")
     if rr not in ("record", "off"):
         sys.exit(f"sealed: DCNET_VM_RR must be record or off, not {rr!r}")
     return "shift=0,sleep=off" + (",rr=record,rrfile=/dev/null" if rr == "record" else "")
