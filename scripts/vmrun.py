@@ -147,6 +147,21 @@ def default_clock(fallback):
     return c
 
 
+def guest_path(arg, out, gout):
+    """arg with the results directory out seen at gout: out itself, a path
+    under it, or an --opt=PATH of either.  Only whole path components
+    match, so an experiment at OUT.json (a sibling of OUT) stays itself."""
+    base = out.rstrip("/")
+    if arg in (out, base):
+        return gout
+    if arg.startswith(base + "/"):
+        return gout + arg[len(base):]
+    if arg.startswith("-") and "=" in arg:
+        opt, val = arg.split("=", 1)
+        return opt + "=" + guest_path(val, out, gout)
+    return arg
+
+
 def root_flags(cache):
     """Kernel arguments that remount the guest's 9p root with a cache mode.
 
@@ -253,7 +268,7 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real"):
     if sealed_root:
         import sealed
         gout = sealed.GUEST_OUT
-        cmd = [c.replace(out, gout) for c in cmd]
+        cmd = [guest_path(c, out, gout) for c in cmd]
     script = os.path.join(out, "guest.sh")
     with open(script, "w") as f:
         # tc with the project's iproute2 patches (scripts/iproute2.sh)

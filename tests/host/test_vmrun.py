@@ -1,6 +1,6 @@
 """The VM runner's splat detector: real splats fail a run, the debug
 kernel's normal boot messages do not."""
-from vmrun import find_splats
+from vmrun import find_splats, guest_path
 
 BENIGN = """\
 [    0.000000] KernelAddressSanitizer initialized (generic)
@@ -29,3 +29,15 @@ def test_benign_boot_log_is_clean():
 def test_each_splat_is_caught():
     for s in SPLATS:
         assert find_splats(BENIGN + s + "\n") == [s], s
+
+
+def test_guest_path_maps_only_the_results_directory():
+    out, g = "/tmp/p1", "/dcnet/out"
+    assert guest_path("/tmp/p1", out, g) == g
+    assert guest_path("/tmp/p1/boot1/raw.json", out, g) == g + "/boot1/raw.json"
+    assert guest_path("--out=/tmp/p1/x", out, g) == "--out=" + g + "/x"
+    # a sibling sharing the prefix (the experiment beside its results) stays
+    assert guest_path("/tmp/p1.json", out, g) == "/tmp/p1.json"
+    assert guest_path("/tmp/p10/raw.json", out, g) == "/tmp/p10/raw.json"
+    assert guest_path("--experiment=/tmp/p1.json", out, g) == "--experiment=/tmp/p1.json"
+    assert guest_path("--out", out, g) == "--out"
