@@ -19,7 +19,7 @@ PY := $(VENV)/bin/python
 # with the same seeds and reports how far every figure moved.
 REPEAT ?= 1
 # make bench-presto's experiments, one target each (bench-presto-grid ...)
-PRESTO_EXPS := grid rx cpu cpu-clos flowlet oversub trace failover
+PRESTO_EXPS := grid rx cpu cpu-clos flowlet oversub trace failover steady-stride steady-bijection steady-random
 
 .PHONY: all deps kernel kernel-debug kernel-release tools demo check check-host \
 	check-guest bench-d2tcp bench-d2tcp-atscale bench-htb bench-fastlane bench-fastlane-clos bench-presto $(addprefix bench-presto-,$(PRESTO_EXPS)) bench-presto-flowlet-sweep iproute2 ovs series series-bisect checkpatch clean distclean help \
@@ -104,11 +104,11 @@ bench-htb: deps kernel-release tools
 # the receiver (Fig. 5), the CPU cost (Fig. 6), flowlets (Fig. 13), the
 # oversubscription benchmark (Figs. 10-12), the trace-driven mice
 # (Table 1) and failover (Figs. 17-18).
-# Presto's eight experiments are eight targets, so that `make -j3
+# Presto's experiments are targets of their own, so that `make -j3
 # bench-presto` boots them side by side (each in its own guest and results
 # directory; virtual time keeps their figures what a serial run gives).
 bench-presto: $(addprefix bench-presto-,$(PRESTO_EXPS))
-	@echo "report: $(RESULTS)/bench-presto/report.md (Fig. 15/16), $(RESULTS)/bench-presto-rx/report.md (Fig. 5), $(RESULTS)/bench-presto-cpu/report.md (Fig. 6), $(RESULTS)/bench-presto-cpu-clos/report.md (Fig. 6 under reordering), $(RESULTS)/bench-presto-flowlet/report.md (Fig. 13), $(RESULTS)/bench-presto-oversub/report.md (Figs. 10-12), $(RESULTS)/bench-presto-trace/report.md (Table 1), $(RESULTS)/bench-presto-failover/report.md (Figs. 17-18)"
+	@echo "report: $(RESULTS)/bench-presto/report.md (Fig. 15/16), $(RESULTS)/bench-presto-rx/report.md (Fig. 5), $(RESULTS)/bench-presto-cpu/report.md (Fig. 6), $(RESULTS)/bench-presto-cpu-clos/report.md (Fig. 6 under reordering), $(RESULTS)/bench-presto-flowlet/report.md (Fig. 13), $(RESULTS)/bench-presto-oversub/report.md (Figs. 10-12), $(RESULTS)/bench-presto-trace/report.md (Table 1), $(RESULTS)/bench-presto-failover/report.md (Figs. 17-18), $(RESULTS)/bench-presto-steady-{stride,bijection,random}/report.md (steady state, 1 MB ports)"
 
 # the grid (Figs. 15-16) is presto.json and writes results/bench-presto
 bench-presto-grid: deps kernel-release tools ovs
