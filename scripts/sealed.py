@@ -191,9 +191,12 @@ def add_modules(t, kdir, release):
     """the kernel's modules, installed and depmod'ed into the image"""
     if not os.path.exists(os.path.join(kdir, "modules.order")):
         return
+    # not a parent make's jobserver: its descriptors do not reach us
+    # (make -j3 bench-presto), and make would warn that they are gone
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS")}
     subprocess.run(["make", "-s", "-C", kdir, "modules_install", f"INSTALL_MOD_PATH={t.root}",
                     "INSTALL_MOD_STRIP=1", "DEPMOD=/usr/sbin/depmod"],
-                   check=True, stdout=subprocess.DEVNULL)
+                   check=True, stdout=subprocess.DEVNULL, env=env)
     # no links back into the build tree
     for name in ("build", "source"):
         p = os.path.join(t.root, "lib", "modules", release, name)
