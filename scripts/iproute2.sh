@@ -5,9 +5,6 @@
 # kernel).  Rebuilds only when
 # the patches change.
 set -euo pipefail
-# The builds below choose their own -j: a parent make's jobserver (make -j3
-# bench-presto) is not theirs, and passing it on only earns a warning.
-unset MAKEFLAGS MFLAGS
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-${XDG_CACHE_HOME:-$HOME/.cache}/dcnet/build}
 SRC=$BUILD/iproute2-src

@@ -16,9 +16,6 @@
 # edit to one file in net/ rebuilds only what depends on it.  Objects live
 # out of tree (make O=), one directory per flavor, compiled through ccache.
 set -euo pipefail
-# The builds below choose their own -j: a parent make's jobserver (make -j3
-# bench-presto) is not theirs, and passing it on only earns a warning.
-unset MAKEFLAGS MFLAGS
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # The kernel trees and objects live in one place per machine (not per

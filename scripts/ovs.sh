@@ -24,9 +24,6 @@
 #                   OVS_DBDIR, OVS_LOGDIR, OVS_SYSCONFDIR.
 # No DPDK, no shared libraries.  An unchanged tree rebuilds in seconds.
 set -euo pipefail
-# The builds below choose their own -j: a parent make's jobserver (make -j3
-# bench-presto) is not theirs, and passing it on only earns a warning.
-unset MAKEFLAGS MFLAGS
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-${XDG_CACHE_HOME:-$HOME/.cache}/dcnet/build}
