@@ -216,30 +216,6 @@ say "ssh into all $N namespaces works ($(( $(date +%s) - T0 )) s)"
 } >"$T/inventory.yml"
 
 WORKLOADS=$ROOT/testbed/workloads.py
-if [ ! -e "$WORKLOADS" ]; then
-	# testbed/workloads.py is not there yet: a stand-in with its interface
-	# (stride only), here in the temporary directory
-	WORKLOADS=$T/workloads.py
-	say "testbed/workloads.py missing: using a stride-only stand-in"
-	cat >"$WORKLOADS" <<'EOF'
-import argparse, json
-ap = argparse.ArgumentParser()
-ap.add_argument("workload", choices=["stride"])
-ap.add_argument("--hosts", required=True)
-ap.add_argument("--stride", type=int, default=8)
-ap.add_argument("--seed", type=int, default=1)
-ap.add_argument("--duration", type=float, default=10)
-a = ap.parse_args()
-hosts = a.hosts.split(",")
-flows, ports = [], {}
-for i, h in enumerate(hosts):
-    dst = hosts[(i + a.stride) % len(hosts)]
-    ports[dst] = ports.get(dst, 5200) + 1
-    flows.append({"id": i, "src": h, "dst": dst, "kind": "elephant",
-                  "duration_s": a.duration, "port": ports[dst]})
-print(json.dumps(flows))
-EOF
-fi
 
 TC=${DCNET_TC:-tc}
 # report.py's PNG plots take minutes under TCG: off in the virtme-ng guest

@@ -1,0 +1,194 @@
+"""HTB congestion signals' results (docs/htb-ecn.md) from docs/results/htb-tables.
+
+Paper: Keqiang He, Weite Qin, Qiwei Zhang, Wenfei Wu, Junjie Yang, Tian Pan,
+Chengchen Hu, Jiao Zhang, Brent Stephens, Aditya Akella, Ying Zhang,
+"Low Latency Software Rate Limiters for Cloud Networks", APNet 2017,
+DOI 10.1145/3106989.3107005.  Paper numbers are constants below, each with
+its table or section; every measured number is read from the claim
+directory.
+"""
+
+from doctables import load_json, md_table, table
+
+CLAIM = "htb-tables"
+
+# Table 1 (one receiver VM), 1 Gbit/s limiter, 1/2/8/16 flows: median RTT
+# 957/1513/2316/3192 us, saturation 94.5-96%; no HTB, no flow: 116 us.
+PAPER_T1_PLAIN_P50_US = (957, 3192)
+PAPER_T1_SAT = (0.945, 0.96)
+# Table 2 (two receiver VMs, min 2-5 Gbit/s, total 10 Gbit/s): median RTT
+# 475-2064 us, saturation 91.6-94.2%.
+PAPER_T2_PLAIN_P50_US = (475, 2064)
+# Sec. 3.1: "the median TCP RTT is 62us" without HTB and without load;
+# bench/htb.py drains our queues at the paper's rate over this path.
+PAPER_UNLOADED_US = 62
+PAPER_RATE_MBIT = 1000
+# Sec. 3.2, Fig. 4: DCTCP + CE marking in HTB: median RTT below 1 ms
+# (224 us at a 60 KB threshold), but throughput oscillates.
+PAPER_CE_P50_US = 1000
+# Sec. 4, "Preliminary Results", 1 Gbit/s limiter: ECE 950 Mbit/s at
+# 166 us median; RWND 956 Mbit/s at 161 us.
+PAPER_ECE = (950, 166)
+PAPER_RWND = (956, 161)
+
+# Verdict thresholds.  Goodput: at most 1448/1514 of R can reach iperf3;
+# the paper's solutions reach 95% of R: ours must reach GOODPUT_OK of R.
+GOODPUT_OK = 0.93
+# Plain HTB's latency claim (Sec. 1: "an order of magnitude"): plain
+# HTB's median at least 10x the unloaded RTT.
+ORDER = 10
+# Stability (Fig. 4's oscillation): CV of the limiter's output per 100 ms.
+CV_OSC = 0.05
+
+
+def _res():
+    return load_json(CLAIM, "run1", "results.json")
+
+
+def _cells(rows, scheme, flows=None):
+    return [r for r in rows if r["scheme"] == scheme and (flows is None or r["flows"] in flows)]
+
+
+def _rng(vals, fmt):
+    """"lo-hi unit" of VALS formatted by FMT (which returns "number unit")."""
+    lo, hi = fmt(min(vals)), fmt(max(vals))
+    if lo == hi:
+        return lo
+    (nlo, _, ulo), (nhi, _, uhi) = lo.partition(" "), hi.partition(" ")
+    if ulo == uhi and ulo:
+        return "%s-%s %s" % (nlo, nhi, ulo)
+    return "%s-%s" % (lo, hi)
+
+
+def _ms(us):
+    return "%.2f ms" % (us / 1000.0) if us < 10000 else "%.0f ms" % (us / 1000.0)
+
+
+def _us(us):
+    return "%.0f us" % us
+
+
+def _pct(x):
+    return "%.1f%%" % (100.0 * x)
+
+
+def _scale(res):
+    return "R = %d Mbit/s (%.2g of the paper's %d Mbit/s), K = %d B" % (
+        res["rate_mbit"], res["rate_mbit"] / PAPER_RATE_MBIT, PAPER_RATE_MBIT, res["k_bytes"])
+
+
+def _flows(rows):
+    return "/".join(str(f) for f in sorted({r["flows"] for r in rows}))
+
+
+def plain_t1():
+    res = _res()
+    c = _cells(res["table1"], "plain")
+    un = res["unloaded_rtt"]["p50_us"]
+    ours = "median RTT %s (unloaded %s), %s flows" % (
+        _rng([r["rtt_p50_us"] for r in c], _ms), _us(un), _flows(c))
+    paper = "median RTT %d-%d us (unloaded %d us), 1-16 flows" % (
+        PAPER_T1_PLAIN_P50_US + (PAPER_UNLOADED_US,))
+    ok = min(r["rtt_p50_us"] for r in c) >= ORDER * un
+    return paper, ours, _scale(res), "reproduced (deeper queue)" if ok else "not reproduced"
+
+
+def plain_t2():
+    res = _res()
+    c = _cells(res["table2"], "plain")
+    un = res["unloaded_rtt"]["p50_us"]
+    xs = "/".join("%.1f" % x for x in sorted({r["min_kbit"] / r["total_kbit"] for r in c}))
+    ours = "median RTT %s, X/T %s" % (_rng([r["rtt_p50_us"] for r in c], _ms), xs)
+    paper = "median RTT %d-%d us" % PAPER_T2_PLAIN_P50_US
+    ok = min(r["rtt_p50_us"] for r in c) >= ORDER * un
+    return paper, ours, _scale(res), "reproduced (deeper queue)" if ok else "not reproduced"
+
+
+def signal_t1(scheme, flows):
+    """A signal's Table 1 cells at FLOWS: goodput, median, and the median's
+    queue drained at the paper's rate over its unloaded path."""
+    res = _res()
+    c = _cells(res["table1"], scheme, flows)
+    return res, c, "goodput %s of R, median %s (%s at 1 Gbit/s, %s of unloaded), %s flows" % (
+        _rng([r["saturation"] for r in c], _pct),
+        _rng([r["rtt_p50_us"] for r in c], _ms),
+        _rng([r["rtt_p50_at_paper_us"] for r in c], _us),
+        _rng([r["rtt_p50_at_paper_ratio"] for r in c], lambda x: "%.1fx" % x),
+        _flows(c))
+
+
+def ce_row():
+    res, c, ours = signal_t1("ce", None)
+    ok = max(r["rtt_p50_at_paper_us"] for r in c) < PAPER_CE_P50_US
+    paper = "median RTT < 1 ms (Fig. 4)"
+    return paper, ours, _scale(res), "reproduced" if ok else "not reproduced"
+
+
+def solution_row(scheme, paper_num, flows):
+    res, c, ours = signal_t1(scheme, flows)
+    mbit, p50 = paper_num
+    paper = "%d Mbit/s of 1000 at %d us median (%.1fx of %d us)" % (
+        mbit, p50, p50 / PAPER_UNLOADED_US, PAPER_UNLOADED_US)
+    ok = (min(r["saturation"] for r in c) >= GOODPUT_OK
+          and max(r["rtt_p50_at_paper_us"] for r in c) <= p50)
+    return paper, ours, _scale(res), "reproduced" if ok else "not reproduced"
+
+
+def stability_row():
+    res = _res()
+    c = [r for r in res["table1"] + res["table2"] if r["scheme"] == "ce"]
+    cv = max(r["wire_cv"] for r in c)
+    ours = "limiter output CV at most %s per 100 ms, every CE cell" % _pct(cv)
+    paper = "DCTCP + CE: throughput oscillates (Fig. 4)"
+    verdict = "reproduced" if cv > CV_OSC else "not reproduced (no oscillation)"
+    return paper, ours, _scale(res), verdict
+
+
+def signals_t2():
+    res = _res()
+    c = [r for r in res["table2"] if r["scheme"] in ("ce", "ece", "rwnd")]
+    ours = "CE/ECE/RWND: goodput %s of T, median %s" % (
+        _rng([r["saturation"] for r in c], _pct), _rng([r["rtt_p50_us"] for r in c], _ms))
+    paper = "(no signal measured in Table 2's setup)"
+    ok = min(r["saturation"] for r in c) >= GOODPUT_OK
+    return paper, ours, _scale(res), "low latency at full rate" if ok else "below rate"
+
+
+LINK = "[%s](results/%s/)" % (CLAIM, CLAIM)
+
+
+@table("htb-results")
+def results_table():
+    rows = [
+        ("Table 1: plain HTB",) + plain_t1(),
+        ("Table 2: plain HTB",) + plain_t2(),
+        ("Sec. 3.2: CE (DCTCP + ECN)",) + ce_row(),
+        ("Fig. 4: CE stability",) + stability_row(),
+        ("Sec. 4: ECE, 1-2 flows",) + solution_row("ece", PAPER_ECE, (1, 2)),
+        ("Sec. 4: ECE, 8-16 flows",) + solution_row("ece", PAPER_ECE, (8, 16)),
+        ("Sec. 4: RWND, 1-2 flows",) + solution_row("rwnd", PAPER_RWND, (1, 2)),
+        ("Sec. 4: RWND, 8-16 flows",) + solution_row("rwnd", PAPER_RWND, (8, 16)),
+        ("Table 2 setup: signals",) + signals_t2(),
+    ]
+    rows = [r + (LINK,) for r in rows]
+    return md_table(["paper figure", "paper's number", "ours", "scale", "verdict", "link"], rows)
+
+
+def summary_rows():
+    """(claim, paper, ours, scale, verdict, link) for the README's results
+    at a glance; link relative to the repository root."""
+    link = "docs/results/%s/" % CLAIM
+    return [
+        ("HTB Table 1: plain HTB's queueing",) + plain_t1() + (link,),
+        ("HTB Sec. 4: ECE, 1-2 flows",) + solution_row("ece", PAPER_ECE, (1, 2)) + (link,),
+        ("HTB Sec. 4: RWND, 1-2 flows",) + solution_row("rwnd", PAPER_RWND, (1, 2)) + (link,),
+        ("HTB Sec. 4: ECE/RWND, 8-16 flows",)
+        + _combined_816() + (link,),
+    ]
+
+
+def _combined_816():
+    p1, o1, s, v1 = solution_row("ece", PAPER_ECE, (8, 16))
+    p2, o2, _, v2 = solution_row("rwnd", PAPER_RWND, (8, 16))
+    return (p1 + "; RWND " + p2, "ECE " + o1 + "; RWND " + o2, s,
+            v1 if v1 == v2 else "ECE %s, RWND %s" % (v1, v2))
