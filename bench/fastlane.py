@@ -410,7 +410,7 @@ def analyse(raw):
     return res
 
 
-# Issue 20's goals for TCP + FastLane (the paper's Sec. 5 claims, against
+# The goals for TCP + FastLane (the paper's Sec. 5 claims, against
 # stock TCP and against its implementation baseline, TCP with a 10 ms
 # RTOmin)
 GOAL_LOADS = (0.4, 0.6, 0.8)
@@ -427,7 +427,7 @@ def updown(reduction):
 
 
 def goals(res):
-    """Each goal of issue 20 as a dict(goal, status, detail, cells):
+    """Each goal as a dict(goal, status, detail, cells):
     status 'met', 'not met' or 'not measured' (the run lacks a cell it
     needs); cells hold the numbers it was decided on."""
     out = []
@@ -560,7 +560,7 @@ def report(res, pngs, out):
     L += ["The virtual CPU's busy fraction is taken from /proc/stat over each cell's measured interval. "
           + cpu_note(cells), ""]
     if res.get("goals"):
-        L += ["## Issue 20's goals (TCP + FastLane)", ""] + goals_md(res["goals"]) + [""]
+        L += ["## Goals (TCP + FastLane, the paper's Sec. 5 claims)", ""] + goals_md(res["goals"]) + [""]
     if res["pa"]:
         L += ["## Partition-aggregate (paper Sec. 5)", "",
               f"Short responses {'/'.join(map(str, SIZES_KB))} KB fanned in to at most {TOTAL_KB} KB per query "

@@ -114,35 +114,40 @@ def _refresh(src, dst, stamps, patch=None):
     return True
 
 
-def install(extra=(), verbose=True):
-    """Copy TOOLS + extra into BOX (bin/, lib/), patched to load only from
-    BOX, and put BOX/bin first in this process's PATH (children inherit
-    it).  Returns {name: path in BOX}.  Idempotent."""
-    t0 = time.monotonic()
-    patchelf = shutil.which("patchelf")
-    if not patchelf:
-        raise RuntimeError("patchelf not found (make deps installs it)")
-    bindir, libdir = os.path.join(BOX, "bin"), os.path.join(BOX, "lib")
-    os.makedirs(bindir, exist_ok=True)
-    os.makedirs(libdir, exist_ok=True)
-    tools = {}
+def _names(extra):
     names = list(extra) + list(BOX_TOOLS)
     for var in ("DCNET_TC", "DCNET_SS"):
         tool = os.environ.get(var)
         if tool and os.path.isabs(tool):
             names.insert(0, tool)   # the project's tc (ss) is the box's "tc" ("ss")
-    stamp_file = os.path.join(BOX, ".stamps.json")
+    return names
+
+
+def _fill(root, names):
+    """copy names (tool names or paths) and their libraries into root/bin
+    and root/lib, patched to load from BOX; returns ({name: path under
+    root}, {path under root: [source, size, mtime_ns]}).  Idempotent."""
+    patchelf = shutil.which("patchelf")
+    if not patchelf:
+        raise RuntimeError("patchelf not found (make deps installs it)")
+    bindir, libdir = os.path.join(root, "bin"), os.path.join(root, "lib")
+    os.makedirs(bindir, exist_ok=True)
+    os.makedirs(libdir, exist_ok=True)
+    tools = {}
+    stamp_file = os.path.join(root, ".stamps.json")
     try:
         with open(stamp_file) as f:
             stamps = json.load(f)
     except (OSError, ValueError):
         stamps = {}
-    ldso = os.path.join(libdir, LDSO)
-    bin_patch = [patchelf, "--set-interpreter", ldso, "--force-rpath", "--set-rpath", libdir]
-    lib_patch = [patchelf, "--force-rpath", "--set-rpath", libdir]
+    box_lib = os.path.join(BOX, "lib")
+    ldso = os.path.join(box_lib, LDSO)
+    bin_patch = [patchelf, "--set-interpreter", ldso, "--force-rpath", "--set-rpath", box_lib]
+    lib_patch = [patchelf, "--force-rpath", "--set-rpath", box_lib]
     libs = set()
+    search = os.environ.get("PATH", "").replace(os.path.join(BOX, "bin") + ":", "")
     for n in names:
-        path = n if os.path.isabs(n) else shutil.which(n, path=os.environ.get("PATH", "").replace(bindir + ":", ""))
+        path = n if os.path.isabs(n) else shutil.which(n, path=search)
         if not path or not os.path.exists(path):
             continue
         name = os.path.basename(path)
@@ -162,6 +167,151 @@ def install(extra=(), verbose=True):
     with open(tmp, "w") as f:
         json.dump(stamps, f)
     os.replace(tmp, stamp_file)
+    return tools, stamps
+
+
+# ----------------------------------------------------------- staged box
+#
+# Filling the box in the debug guest costs an ldd and a patchelf per file,
+# each an exec from 9p, and even copying the files over 9p takes minutes
+# under TCG on a slow host.  The host, which sees the same files, fills a
+# staged copy before the boot (stage()), packs it into a tar file
+# (stage_disk()), and scripts/vmrun.py attaches that as a disk and passes
+# its path as DCNET_TOOLBOX_DISK; the guest unpacks it into BOX.  The
+# staged copy is used only if it holds every tool asked for and each of
+# its files is still a copy of its source (path, size, mtime): otherwise
+# the guest fills the box itself.
+
+MANIFEST = "manifest.json"
+
+
+def stage(dest, extra=()):
+    """Fill a staged box at dest (on the host) with what install(extra)
+    would put in BOX; returns the manifest written to dest/manifest.json."""
+    names = _names(extra)
+    tools, stamps = _fill(dest, names)
+    manifest = {"names": names,
+                "tools": {n: os.path.relpath(p, dest) for n, p in tools.items()},
+                "files": {os.path.relpath(p, dest): key for p, key in stamps.items()
+                          if os.path.exists(p)}}
+    tmp = os.path.join(dest, f"{MANIFEST}.{os.getpid()}.tmp")
+    with open(tmp, "w") as f:
+        json.dump(manifest, f)
+    os.replace(tmp, os.path.join(dest, MANIFEST))
+    return manifest
+
+
+def stage_disk(dest, image):
+    """the staged box at dest as a tar file at image, for a guest to read
+    from a disk (vmrun.py attaches it with `vng --disk`, a virtio-blk
+    device whose serial is the image's path): a read from 9p costs
+    minutes for the box's 27 MB under TCG, a disk's seconds"""
+    import tarfile
+    tmp = f"{image}.{os.getpid()}.tmp"
+    with tarfile.open(tmp, "w", format=tarfile.GNU_FORMAT) as tar:
+        for name in sorted(os.listdir(dest)):
+            if name != ".stamps.json" and not name.endswith(".tmp"):
+                tar.add(os.path.join(dest, name), arcname=name)
+    os.replace(tmp, image)
+    return image
+
+
+def _disk(image):
+    """the guest's block device for the host file image, or None: the
+    virtio-blk disk whose serial is image's path (its first 20 bytes, all
+    virtio-blk keeps), else the only virtio-blk disk there is"""
+    disks = sorted(glob.glob("/sys/block/vd*"))
+    for dev in disks:
+        try:
+            with open(os.path.join(dev, "serial")) as f:
+                if f.read().strip("\0\n ") == image[:20]:
+                    return "/dev/" + os.path.basename(dev)
+        except OSError:
+            pass
+    return "/dev/" + os.path.basename(disks[0]) if len(disks) == 1 else None
+
+
+def _from_disk(image, names):
+    """the staged box in the host's tar file image, attached as a disk,
+    unpacked into BOX, or None if there is no such disk or it cannot stand
+    for install(names)"""
+    import tarfile
+    dev = _disk(image)
+    if not dev:
+        return None
+    try:
+        with open(dev, "rb") as f, tarfile.open(fileobj=f, mode="r:") as tar:
+            manifest = json.load(tar.extractfile(MANIFEST))
+            if not _usable(manifest, names):
+                return None
+            stamps = {}
+            for rel, key in manifest["files"].items():
+                member = tar.getmember(rel)
+                dst = os.path.join(BOX, rel)
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                tmp = f"{dst}.{os.getpid()}.tmp"
+                with open(tmp, "wb") as g:
+                    g.write(tar.extractfile(member).read())
+                os.chmod(tmp, member.mode & 0o777)
+                os.replace(tmp, dst)
+                stamps[dst] = key
+    except (OSError, KeyError, ValueError, tarfile.TarError):
+        return None
+    with open(os.path.join(BOX, ".stamps.json"), "w") as f:
+        json.dump(stamps, f)
+    return {n: os.path.join(BOX, rel) for n, rel in manifest["tools"].items()}
+
+
+def _usable(manifest, names):
+    return manifest.get("names") == names and all(_fresh(k) for k in manifest["files"].values())
+
+
+def _fresh(key):
+    try:
+        st = os.stat(key[0])
+    except OSError:
+        return False
+    return [key[0], st.st_size, st.st_mtime_ns] == key
+
+
+def stage_for_guest(dest, tc, ss, path):
+    """stage() what install_for_guest() asks for in a guest whose DCNET_TC,
+    DCNET_SS and PATH are tc, ss and path; returns dest, or None if
+    staging failed (the guest then fills its box itself)"""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "testbed"))
+    import netlab
+    saved = {k: os.environ.get(k) for k in ("DCNET_TC", "DCNET_SS", "PATH")}
+    try:
+        os.environ.update({"DCNET_TC": tc, "DCNET_SS": ss, "PATH": path})
+        stage(dest, [netlab.DLTRAFFIC])
+        return dest
+    except (OSError, RuntimeError, subprocess.SubprocessError):
+        return None
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def install(extra=(), verbose=True):
+    """Copy TOOLS + extra into BOX (bin/, lib/), patched to load only from
+    BOX, and put BOX/bin first in this process's PATH (children inherit
+    it).  Returns {name: path in BOX}.  Idempotent.  A staged box
+    (DCNET_TOOLBOX_DISK, see stage()) that holds the same is unpacked
+    instead."""
+    t0 = time.monotonic()
+    names = _names(extra)
+    bindir, libdir = os.path.join(BOX, "bin"), os.path.join(BOX, "lib")
+    tools, how = None, "filled"
+    if os.environ.get("DCNET_TOOLBOX_DISK"):
+        tools = _from_disk(os.environ["DCNET_TOOLBOX_DISK"], names)
+        how = "unpacked from the staged box's disk"
+    how = how if tools is not None else "filled"
+    if tools is None:
+        tools, _ = _fill(BOX, names)
     # the C locale: setlocale(LC_ALL, "") under another one opens locale
     # files over 9p (util-linux and coreutils call it at every start)
     os.environ["LC_ALL"] = "C"
@@ -173,7 +323,7 @@ def install(extra=(), verbose=True):
     if os.environ.get("DCNET_SS") and "ss" in tools:
         os.environ["DCNET_SS"] = tools["ss"]
     if verbose:
-        print(f"toolbox: {len(tools)} tools, {len(os.listdir(libdir))} libraries in {BOX} "
+        print(f"toolbox: {len(tools)} tools, {len(os.listdir(libdir))} libraries in {BOX}, {how} "
               f"({time.monotonic() - t0:.1f} s)", flush=True)
     return tools
 

@@ -33,7 +33,7 @@ if [ "${1:-}" != "--host-only" ]; then
 		[ "$i" -eq 0 ] || kunit=(DCNET_KUNIT=)
 		# shellcheck disable=SC2086 # the shard is a list of file names
 		(env "${kunit[@]}" "$PY" "$ROOT/scripts/vmrun.py" --kernel "$BUILD/obj-debug" --out "$gdir" \
-			--clock real --timeout "${DCNET_CHECK_TIMEOUT:-3600}" -- \
+			--clock real --timeout "${DCNET_CHECK_TIMEOUT:-4800}" -- \
 			sh tests/guest/run-in-guest.sh ${shards[$i]} 2>&1 | sed -u "s/^/  vm$i| /"
 		 exit "${PIPESTATUS[0]}") &
 		pids+=($!)

@@ -72,7 +72,7 @@ def guest_pytest(t, gdir, name="guest pytest"):
         t.suite(name, 0, 1, 0)
         t.fail(f"{name}: no results (guest-results.jsonl missing: the suite never started)")
         return
-    order, outcome, started = [], {}, None
+    order, outcome, started, why = [], {}, None, {}
     rank = {"passed": 0, "skipped": 1, "failed": 2}
     with open(path, errors="replace") as fh:
         for line in fh:
@@ -91,6 +91,8 @@ def guest_pytest(t, gdir, name="guest pytest"):
                     order.append(test)
                     outcome[test] = None
                 o = ev.get("outcome", "failed")
+                if ev.get("reason") and test not in why:
+                    why[test] = ev["reason"]
                 if outcome[test] is None or rank.get(o, 2) > rank.get(outcome[test], 2):
                     outcome[test] = o
     p = f = s = 0
@@ -106,7 +108,7 @@ def guest_pytest(t, gdir, name="guest pytest"):
                    if test == started else f"guest: {test} reported nothing")
         else:
             f += 1
-            t.fail(f"guest: {test}")
+            t.fail(f"guest: {test}" + (f": {why[test]}" if test in why else ""))
     if not order:
         f += 1
         t.fail(f"{name}: no test ran")

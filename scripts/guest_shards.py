@@ -26,6 +26,11 @@ GUEST = os.path.join(ROOT, "tests", "guest")
 DURATIONS = os.path.join(GUEST, "durations.json")
 DEFAULT_S = 300.0
 KUNIT_S = 60.0
+# test_htb_ecn.py's rwnd tests failed (rwnd_rewrites 0) in the runs where
+# test_fastlane_oob.py shared their guest.  They also failed after it in a
+# subset run beside another guest and passed after it in the next: the
+# sender, below the limiter's rate on a loaded host, never built a queue.
+# The recorded durations still keep the two files in different guests.
 
 
 def test_files(root=ROOT):

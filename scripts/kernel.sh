@@ -44,6 +44,9 @@ overlay_files() {
 		[ -d "$ROOT/$d" ] || continue
 		(cd "$ROOT" && find "$d" -type f \( -name '*.c' -o -name '*.h' \) | sort)
 	done | while read -r f; do echo "$f $f"; done
+	if [ -d "$ROOT/Documentation" ]; then
+		(cd "$ROOT" && find Documentation -type f -name '*.rst' | sort)
+	fi | while read -r f; do echo "$f $f"; done
 }
 
 series_patches() {

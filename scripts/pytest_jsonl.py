@@ -6,7 +6,8 @@ the file is $DCNET_JSONL (nothing is written when it is unset).
 Lines: {"event": "start", "test": ID} before a test runs, then
 {"event": "result", "test": ID, "when": "setup|call|teardown",
 "outcome": "passed|failed|skipped", "duration": S} for the call and for
-any phase that did not pass.  scripts/check_summary.py reads them.
+any phase that did not pass; a failure's line also has "reason", its
+report's "E" lines (what the assertion saw), cut to 600 characters.  scripts/check_summary.py reads them.
 """
 import json
 import os
@@ -42,5 +43,18 @@ def pytest_runtest_logstart(nodeid, location):
 
 def pytest_runtest_logreport(report):
     if report.when == "call" or report.outcome != "passed":
-        _write(event="result", test=report.nodeid, when=report.when,
-               outcome=report.outcome, duration=round(report.duration, 3))
+        rec = dict(event="result", test=report.nodeid, when=report.when,
+                   outcome=report.outcome, duration=round(report.duration, 3))
+        if report.failed:
+            rec["reason"] = reason(report.longreprtext)
+        _write(**rec)
+
+
+def reason(text, limit=600):
+    """what a failure's report says went wrong: its "E   " lines (the
+    assertion and its values), else its last line, at most limit chars"""
+    lines = [l[1:].strip() for l in text.splitlines() if l.startswith("E ")]
+    if not lines:
+        lines = [l.strip() for l in text.splitlines() if l.strip()][-1:]
+    out = " | ".join(lines)
+    return out if len(out) <= limit else out[:limit - 3] + "..."

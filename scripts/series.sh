@@ -78,7 +78,7 @@ done
 rm -f "$msg"
 
 # Every new file must belong to some patch.
-for f in $(cd "$ROOT" && find net include -type f 2>/dev/null) Kconfig; do
+for f in $(cd "$ROOT" && find net include Documentation -type f 2>/dev/null) Kconfig; do
 	awk '{print $2}' "$ROOT/kernel-patches/new-files" | grep -qxF "$f" ||
 		{ echo "series: $f is not assigned to a patch in kernel-patches/new-files" >&2; exit 1; }
 done

@@ -211,7 +211,7 @@ def vng_binary():
 # The caller's DCNET_* settings the guest's tests read (DCNET_KUNIT,
 # DCNET_TEST_TIMEOUT, DCNET_TESTBED_QUICK, ...) reach the guest; those
 # this runner sets itself do not pass through.
-NOT_PASSED = ("DCNET_OUT", "DCNET_TC", "DCNET_SS", "DCNET_CLOCK", "DCNET_VNG", "DCNET_9P_CACHE", "DCNET_VM_ACCEL", "DCNET_VM_SEED", "DCNET_VM_CPUS")
+NOT_PASSED = ("DCNET_OUT", "DCNET_TC", "DCNET_SS", "DCNET_TOOLBOX_DISK", "DCNET_CLOCK", "DCNET_VNG", "DCNET_9P_CACHE", "DCNET_VM_ACCEL", "DCNET_VM_SEED", "DCNET_VM_CPUS")
 
 
 def passed_env(env):
@@ -225,7 +225,7 @@ export DCNET_OUT={out}
 export PATH={venv}/bin:$PATH
 export DCNET_TC={tc}
 export DCNET_SS={ss}
-{passed}cd {root}
+{toolbox}{passed}cd {root}
 echo "dcnet guest: $(uname -r) $(nproc) cpus" > {out}/guest.log
 {log}
 dmesg > {out}/dmesg.txt 2>&1
@@ -270,15 +270,31 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real"):
         gout = sealed.GUEST_OUT
         cmd = [guest_path(c, out, gout) for c in cmd]
     script = os.path.join(out, "guest.sh")
+    # tc with the project's iproute2 patches (scripts/iproute2.sh)
+    build = build_dir()
+    tc = os.path.join(build, "iproute2", "tc", "tc")
+    ss = os.path.join(build, "iproute2", "misc", "ss")
+    tc = tc if os.path.exists(tc) else "tc"
+    ss = ss if os.path.exists(ss) else "ss"
+    venv = os.path.join(ROOT, ".venv")
+    # the guest's toolbox (dcnet/warm.py), filled here, where an exec
+    # costs nothing, for the guest to copy (a sealed guest has its own)
+    toolbox = ""
+    if not sealed_root:
+        sys.path.insert(0, ROOT)
+        from dcnet import warm
+        t_box = time.time()
+        staged = warm.stage_for_guest(os.path.join(out, "toolbox"), tc, ss,
+                                      os.path.join(venv, "bin") + ":" + os.environ.get("PATH", ""))
+        if staged:
+            # as a disk, which the guest reads much faster than 9p
+            disk = warm.stage_disk(staged, os.path.join(out, "toolbox.tar"))
+            toolbox = f"export DCNET_TOOLBOX_DISK={shlex.quote(disk)}\n"
+            print(f"vmrun: toolbox staged in {time.time() - t_box:.1f} s", file=sys.stderr)
     with open(script, "w") as f:
-        # tc with the project's iproute2 patches (scripts/iproute2.sh)
-        build = build_dir()
-        tc = os.path.join(build, "iproute2", "tc", "tc")
-        ss = os.path.join(build, "iproute2", "misc", "ss")
         f.write(GUEST_SCRIPT.format(out=shlex.quote(gout), root=shlex.quote(ROOT),
-                                    tc=shlex.quote(tc if os.path.exists(tc) else "tc"),
-                                    ss=shlex.quote(ss if os.path.exists(ss) else "ss"),
-                                    venv=shlex.quote(os.path.join(ROOT, ".venv")),
+                                    tc=shlex.quote(tc), ss=shlex.quote(ss), toolbox=toolbox,
+                                    venv=shlex.quote(venv),
                                     passed=passed_env(os.environ),
                                     log=(LOG_VIRTUAL if clock == "virtual" else LOG_REAL).format(
                                         out=shlex.quote(gout), cmd=" ".join(shlex.quote(c) for c in cmd))))
@@ -286,6 +302,7 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real"):
 
     argv = [vng_binary(), "--run", kdir, "--cpus", str(cpus), "--memory", memory,
             "--rwdir", out, "--cwd", ROOT, "--exec", f"sh {shlex.quote(script)}",
+            *(["--disk", disk] if toolbox else []),
             # QEMU's TCG "max" CPU offers LA57.  With 5-level paging the
             # debug kernel now and then reports a KASAN wild-memory-access
             # in rcu_is_watching() from an interrupt taken during early

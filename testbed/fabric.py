@@ -20,8 +20,8 @@ packets plus the packets in its delay line).  Host NICs are HTB at the
 link rate over a 1000-packet FIFO, or over netem when host_delay_us is
 set (the hosts' latency; limit 1000 packets plus the delay line).
 Hosts segment at their NIC (TSO/GSO off on eth0, so the fabric carries
-MTU packets), switch ports do no GRO, receiving hosts do (GRO on eth0):
-see the GSO trap in ENVIRONMENT.md.
+MTU packets), switch ports do no GRO, receiving hosts do (GRO on eth0),
+so the fabric's queues hold MTU packets as hardware ports do.
 
 Forwarding modes:
   ecmp   every switch routes (IPv4 and IPv6); leaves spread over all
@@ -776,8 +776,9 @@ class Controller:
     host, tree) makes every switch forward frames for `mac` along tree
     `tree` to `host`: the host's leaf to its port, every other leaf to
     spine t, spine t to the host's leaf.  The baseline gives each host's
-    own MAC one tree (index mod S); Presto will install a shadow MAC per
-    tree for every host and let the hosts' vSwitches pick among them.
+    own MAC one tree (index mod S); Presto (testbed/presto.py) installs a
+    shadow MAC per tree for every host and lets the hosts' vSwitches pick
+    among them.
     """
 
     def __init__(self, fabric):

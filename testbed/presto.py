@@ -17,7 +17,7 @@ where one ovs-vswitchd serves every host's bridge bN):
 eth0 keeps TSO/GSO (flowcells are TSO-sized, one datapath decision per
 super-packet, as in the paper) and GRO (the receiver's GRO sees the
 flowcells); uN is the host's NIC towards the fabric: TSO/GSO off, so the
-fabric carries MTU packets (the GSO trap in ENVIRONMENT.md), and the
+fabric carries MTU packets as hardware links do, and the
 host's NIC shaping (HTB at the link rate) sits on it.
 
 Shadow MACs: host N, tree t (spine t) -> 02:dc:TT:00:NN:NN; tree 0 is

@@ -260,7 +260,7 @@ static struct sk_buff *rcv_pkt(struct kunit *test, bool v6, unsigned int payload
 	return skb;
 }
 
-/* Issue 20, defect 6: the codepoint alone does not make a notification */
+/* the codepoint alone does not make a notification */
 static void fastlane_is_notification(struct kunit *test)
 {
 	int v6;
@@ -289,7 +289,7 @@ static void fastlane_is_notification(struct kunit *test)
 	}
 }
 
-/* Issue 20, item 7: the data-notification handler's decision
+/* the data-notification handler's decision
  * (tcp_fastlane_data()), from a valid notification for a segment in
  * flight, one thing changed at a time
  */
@@ -412,7 +412,7 @@ static void fastlane_data_handler_bound(struct kunit *test)
 			TCP_FASTLANE_OUT_OF_WINDOW);
 }
 
-/* Issue 20, item 7: which notifications a socket's state sends where */
+/* which notifications a socket's state sends where */
 static void fastlane_state_kind(struct kunit *test)
 {
 	/* our SYN, with or without data (Fast Open client) */

@@ -126,7 +126,7 @@ static __sum16 tcp_csum_of(struct sk_buff *skb)
 			       len, IPPROTO_TCP, csum);
 }
 
-/* Issue 20, defect 6: a segment without payload is not cut short by
+/* a segment without payload is not cut short by
  * the transform: the mark (its checksum one off) tells its notification
  * from a segment, and a segment with the codepoint is not one
  */
@@ -176,7 +176,7 @@ static void fastlane_test_mark(struct kunit *test)
 	}
 }
 
-/* Issue 20, defect 7: the first fragment of an IPv4 datagram has the
+/* the first fragment of an IPv4 datagram has the
  * TCP header and is notified (as a whole packet: more fragments cleared,
  * the header checksum right); later fragments are not
  */
@@ -254,7 +254,7 @@ static void fastlane_test_ipv4_bridged(struct kunit *test)
 	kfree_skb(skb);
 }
 
-/* Issue 20, defect 7: a bridged notification keeps the VLAN tag of the
+/* a bridged notification keeps the VLAN tag of the
  * frame it stands for, offloaded or in the frame
  */
 static void fastlane_test_vlan_kept(struct kunit *test)

@@ -5,7 +5,7 @@ or DCNET_KSRC); callers skip when there is none.  run_tdc() copies tdc to
 a scratch directory with only the suites asked for, gives nsPlugin time
 for a new netns to appear (its 2 s are not enough for a debug kernel under
 TCG on a loaded host: every case then fails at setup), runs it with the
-project's tc (DCNET_TC), keeps the TAP output in DCNET_OUT and asserts
+project's tc (DCNET_TC) and the toolbox's sh and ip (boxed()), keeps the TAP output in DCNET_OUT and asserts
 that no case failed.
 """
 import glob
@@ -28,6 +28,29 @@ def tdc_dir():
     return None
 
 
+def boxed(work):
+    """tdc runs every command through /bin/sh with an empty environment
+    and `ip` as /sbin/ip: two execs from 9p per command, most of a case's
+    time in the debug guest.  Point them at the toolbox's copies of the
+    same programs (dcnet/warm.py; the guest's conftest put it first in
+    PATH), and give the commands that PATH."""
+    sh, ip = shutil.which("sh"), shutil.which("ip")
+    if not (sh and ip and sh.startswith("/tmp/dcnet-tools/")):
+        return
+    for rel in ("tdc.py", os.path.join("plugin-lib", "nsPlugin.py")):
+        f = work / rel
+        text = f.read_text()
+        assert "shell=True," in text, f"{rel} no longer runs commands with shell=True: update tdc_tools"
+        f.write_text(text.replace("shell=True,", f"shell=True, executable={sh!r},"))
+    f = work / "tdc_config.py"
+    text = f.read_text()
+    assert "'IP': '/sbin/ip'," in text and "ENVIR = { }" in text, \
+        "tdc_config.py changed: update tdc_tools"
+    path = os.path.dirname(sh) + ":/usr/sbin:/usr/bin:/sbin:/bin"
+    f.write_text(text.replace("'IP': '/sbin/ip',", f"'IP': {ip!r},")
+                 .replace("ENVIR = { }", f"ENVIR = {{'PATH': {path!r}, 'LC_ALL': 'C'}}"))
+
+
 def run_tdc(src, tmp_path, suites, tap_name, timeout):
     """suites: [(path of a JSON suite, its name under tc-tests/qdiscs)];
     returns the names of the cases that passed"""
@@ -39,6 +62,7 @@ def run_tdc(src, tmp_path, suites, tap_name, timeout):
     text = ns.read_text()
     assert "ticks = 20\n" in text, "nsPlugin's netns wait changed: update tdc_tools"
     ns.write_text(text.replace("ticks = 20\n", f"ticks = {NS_TICKS}\n"))
+    boxed(work)
     os.makedirs(work / "tc-tests" / "qdiscs")
     files = []
     for path, name in suites:

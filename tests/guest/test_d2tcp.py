@@ -14,6 +14,8 @@ import pytest
 
 from netlab import DLTRAFFIC, json_lines, monotonic_us, sh
 
+from dcnet.wait import scaled, wait_until
+
 TCP_DEADLINE = 48
 DEADLINE_FMT = "=QQII"          # struct tcp_deadline
 F_SET, F_EXPIRED = 1, 2
@@ -70,7 +72,9 @@ def test_deadline_option_roundtrip(family):
     assert flags == F_SET
     assert 0 < left <= 100000
     assert nbytes == 1 << 20
-    time.sleep(0.15)
+    # the 100 ms pass (at least: the sleep), then the deadline reads expired
+    time.sleep(0.1)
+    wait_until(lambda: get_deadline(s)[2] & F_EXPIRED, 5, "the 100 ms deadline expired")
     left, nbytes, flags, _ = get_deadline(s)
     assert (left, flags) == (0, F_SET | F_EXPIRED)
     set_deadline(s, 0, 0)
@@ -159,22 +163,24 @@ def test_deadline_counts_acked_bytes():
     got = 0
     while got < 30000:
         got += len(a.recv(65536))
-    time.sleep(0.2)       # let the ACKs arrive
+    # the ACKs arrive: 30000 of the 100000 bytes count as delivered
+    wait_until(lambda: get_deadline(c)[1] <= 70000, 5, "the ACKs of 30000 bytes arrived")
     left, nbytes, flags, _ = get_deadline(c)
     assert flags == F_SET and nbytes == 70000
     for s in (a, c, ls):
         s.close()
 
 
-def ss_until(lab, host, want, port=5001, tries=50):
-    """ss -tienH for the flow to port until every string of want shows"""
-    out = ""
-    for _ in range(tries):
-        time.sleep(0.1)
+def ss_until(lab, host, want, port=5001, timeout=5):
+    """ss -tienH for the flow to port until every string of want shows
+    (or timeout, stretched by DCNET_TIMEOUT_SCALE, passed: the caller's
+    assertion says what is missing)"""
+    end = time.monotonic() + scaled(timeout)
+    while True:
         out = sh(f"ss -tienH 'dport = :{port}'", ns=lab.ns(host))
-        if all(w in out for w in want):
-            break
-    return out
+        if all(w in out for w in want) or time.monotonic() > end:
+            return out
+        time.sleep(0.1)
 
 
 @pytest.mark.parametrize("v6", [False, True])
@@ -236,6 +242,7 @@ def test_falls_back_without_ecn(lab_factory):
 # Flows are long enough (10 s together) for some tens of marking epochs:
 # DCTCP's alpha needs them, and so does any share worth measuring.
 RATE_MBIT = 2
+LINK_BOUND = 0.75           # of RATE_MBIT: below it the guest, not the link, is the bottleneck
 K_BYTES = 30000
 FLOW_BYTES = 1_250_000
 
@@ -352,6 +359,14 @@ def test_nearer_deadline_gets_more(lab_factory, v6):
     # so the experiment runs four times, the roles swapped every other
     # run, and the near flow's mean share is judged (history in
     # docs/d2tcp.md).
+    # A run says something about the marking only when the link, not the
+    # guest's CPU, set the pace: the two flows together moved at least
+    # LINK_BOUND of the link's rate while both ran. On a loaded host a
+    # real-time TCG guest falls below that (seen: under 1 of 2 Mbit/s),
+    # and then the first flow to start wins whatever d says. Such runs are
+    # printed, not judged; the deadline's effect on d is asserted by
+    # test_past_deadline_takes_the_cap and the share in virtual time by
+    # make bench-d2tcp.
     near, far = 6_000_000, 120_000_000
     shares, runs = [], []
     for i in range(4):
@@ -359,14 +374,15 @@ def test_nearer_deadline_gets_more(lab_factory, v6):
         recs, samples = two_flows(lab, [far, near] if swapped else [near, far], v6=v6, tag=f"_{i}",
                                    start_server=i == 0)
         first, second = ("h2", "h1") if swapped else ("h1", "h2")
-        shares.append(share_while_both_run(recs, samples, first, second))
-        # what the two flows moved together while both ran: far below the
-        # link's rate, the guest's CPU and not the marking queue set the
-        # shares (for the failure message)
+        share = share_while_both_run(recs, samples, first, second)
         end = min(recs["h1"]["fct_us"], recs["h2"]["fct_us"])
-        both = sum(acked_at(samples[h], end, recs[h]) for h in ("h1", "h2"))
-        runs.append(f"fct {recs[first]['fct_us'] / 1e6:.1f}/{recs[second]['fct_us'] / 1e6:.1f} s, "
-                    f"{both * 8 / end:.2f} of {RATE_MBIT} Mbit/s")
+        both = sum(acked_at(samples[h], end, recs[h]) for h in ("h1", "h2")) * 8 / end
+        runs.append(dict(share=round(share, 3), mbit=round(both, 2),
+                         fct_s=(recs[first]["fct_us"] / 1e6, recs[second]["fct_us"] / 1e6)))
+        if both >= LINK_BOUND * RATE_MBIT:
+            shares.append(share)
     assert marks(lab) > 0
-    print("near flow's share:", " ".join(f"{s:.3f}" for s in shares))
+    print(f"runs (near flow's share, Mbit/s of {RATE_MBIT} while both ran):", runs)
+    if len(shares) < 2:
+        pytest.skip(f"the guest's CPU, not the link, set the pace in {4 - len(shares)} of 4 runs: {runs}")
     assert sum(shares) / len(shares) > 0.55, (shares, runs)

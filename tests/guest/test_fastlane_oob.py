@@ -23,6 +23,8 @@ from fabric import netns, sysctl
 from netlab import Lab, sh
 from pktutil import inet_csum  # noqa: E402
 
+from dcnet.wait import scaled  # noqa: E402
+
 IPPROTO_TCP = 6
 TCP_FASTLANE_SCATTER = 49
 TCP_FASTLANE_OFO_INFO = 50
@@ -548,12 +550,32 @@ def ioctl_int(sock, req):
 
 
 def wait_for(cond, timeout=3.0):
-    end = time.monotonic() + timeout
+    """poll cond until it holds or timeout (stretched by
+    DCNET_TIMEOUT_SCALE) passes; its last value"""
+    end = time.monotonic() + scaled(timeout)
     while time.monotonic() < end:
         if cond():
             return True
         time.sleep(0.01)
     return cond()
+
+
+def pin_neighbours(ns):
+    """make the resolved neighbour entries of namespace ns permanent; the
+    pinned (address, device) pairs.  While sw drops everything towards h2,
+    h2's neighbour probes get no answer: without the pin an entry fails
+    after its reachable time (15-45 s) and h2 can no longer send at all."""
+    pinned = []
+    for e in json.loads(sh("ip -j neigh show", ns=ns) or "[]"):
+        if "lladdr" in e and "PERMANENT" not in e.get("state", []):
+            sh(f"ip neigh replace {e['dst']} lladdr {e['lladdr']} dev {e['dev']} nud permanent", ns=ns)
+            pinned.append((e["dst"], e["dev"]))
+    return pinned
+
+
+def unpin_neighbours(ns, pinned):
+    for dst, dev in pinned:
+        sh(f"ip neigh del {dst} dev {dev} 2>/dev/null || true", ns=ns)
 
 
 class Blackholed:
@@ -581,8 +603,9 @@ class Blackholed:
             got = 0
             while got < 1000:
                 got += len(self.conn.recv(4096))
+            # all acknowledged: h2's ACKs passed its eth0, so the capture
+            # holds them (cap.done() reads what its socket still holds)
             assert wait_for(lambda: ioctl_int(self.cli, SIOCOUTQ) == 0)
-            time.sleep(0.05)
         finally:
             pkts = cap.done()
         self.cport = self.cli.getsockname()[1]
@@ -595,8 +618,10 @@ class Blackholed:
         self.ts = last["ts"]
         self.wscale = synack[0]["wscale"] or 0
         self.negotiated = bool(synack[0]["perm"])
+        self.pinned = pin_neighbours(lab.ns("h2"))
         path(lab, "loss 100%")
         self.closed, self.holed = False, True
+        self.holed_at = time.monotonic()
         self.cli.send(b"b" * OUTSTANDING)
         assert wait_for(lambda: ioctl_int(self.cli, SIOCOUTQ) - ioctl_int(self.cli, SIOCOUTQNSD)
                         == OUTSTANDING), "all of it in flight"
@@ -613,8 +638,9 @@ class Blackholed:
         self.forger.send(self.lab.ip("h1", self.v6), PORT, self.cport, self.seq, self.una,
                          0x10, self.win if win is None else win, opts + opt)
         if opt and counted:
-            wait_for(lambda: ofo_info(self.cli)["rcvd"] + ofo_info(self.cli)["bad"]
-                     != before["rcvd"] + before["bad"], timeout=2)
+            assert wait_for(lambda: ofo_info(self.cli)["rcvd"] + ofo_info(self.cli)["bad"]
+                            != before["rcvd"] + before["bad"], timeout=30), \
+                f"h1 never counted the forged ACK with option {opt.hex()}"
         else:
             time.sleep(0.1)
         return ofo_info(self.cli)
@@ -622,16 +648,21 @@ class Blackholed:
     def restore(self):
         if self.holed:
             path(self.lab)
+            unpin_neighbours(self.lab.ns("h2"), self.pinned)
             self.holed = False
 
     def finish(self):
         """the path back as it was: h1's data gets through, a real new ACK"""
+        # h1's retransmission timer backs off while the path is cut: its
+        # next retransmission can be as far off as the cut has lasted
+        # (up to TCP_RTO_MAX), however slow the guest was meanwhile
+        cut = time.monotonic() - self.holed_at
         self.restore()
         got = 0
-        self.conn.settimeout(15)
+        self.conn.settimeout(min(2 * cut, 120) + 15)
         while got < OUTSTANDING:
             got += len(self.conn.recv(65536))
-        ok = wait_for(lambda: ioctl_int(self.cli, SIOCOUTQ) == 0, timeout=10)
+        ok = wait_for(lambda: ioctl_int(self.cli, SIOCOUTQ) == 0, timeout=30)
         info = ofo_info(self.cli)
         self.close()
         return ok, info
@@ -762,7 +793,9 @@ def test_forged_value_on_syn(lab, v6):
         for sport, opt in ((40001, ofo_opt(1000)), (40002, ofo_opt(length=12)),
                            (40003, ofo_opt(length=4))):
             f.send(lab.ip("h2", v6), sport, PORT, 1000, 0, 0x02, 65535, mss + opt)
-        time.sleep(0.3)
+        # the listener answered each SYN (or never will: the assertion says)
+        wait_for(lambda: {p["dport"] for p in list(cap.pkts) if p["sport"] == PORT and p["flags"] & 0x12 == 0x12}
+                 >= {40001, 40002, 40003}, timeout=5)
     finally:
         f.close()
         pkts = cap.done()

@@ -8,6 +8,7 @@ Traffic here is made by sockets this process opens inside the hosts'
 namespaces (setns), not by one process per host: in the debug guest each
 process start costs 1-5 s.
 """
+import fcntl
 import json
 import os
 import re
@@ -24,6 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "testbed"))
 
 from fabric import Fabric, Topology, netns, sysctl  # noqa: E402
+from dcnet.wait import wait_until  # noqa: E402
 
 PORT = 7000
 
@@ -124,6 +126,14 @@ def uplink_tx(fab, leaf):
     return {p: st[p]["tx_packets"] for p in st if re.fullmatch(r"s\d+", p)}
 
 
+SIOCOUTQ = 0x5411
+
+
+def unacked(s):
+    """bytes socket s sent (or has to send) that are not acknowledged yet"""
+    return struct.unpack("i", fcntl.ioctl(s.fileno(), SIOCOUTQ, b"\0" * 4))[0]
+
+
 def send_many(fab, src, dst, v6, n, nbytes):
     """n connections src -> dst, each sending nbytes"""
     socks = []
@@ -134,7 +144,9 @@ def send_many(fab, src, dst, v6, n, nbytes):
         socks.append(s)
     for s in socks:
         s.sendall(b"x" * nbytes)
-    time.sleep(2)
+    # every byte acknowledged: it crossed the fabric, and its links counted it
+    wait_until(lambda: all(unacked(s) == 0 for s in socks), 30,
+               f"the {n} connections' data was acknowledged")
     for s in socks:
         s.close()
 
@@ -219,7 +231,7 @@ def test_ecmp_placement_is_the_5_tuples_alone(fabrics):
                 s.settimeout(30)
                 s.connect((fab.ip("h2", v6), PORT))
                 s.sendall(b"x" * 60000)
-                time.sleep(0.5)
+                wait_until(lambda: unacked(s) == 0, 30, "the 60000 bytes were acknowledged")
                 s.close()
                 after = uplink_tx(fab, "l1")
                 d = {p: after[p] - before[p] for p in after}

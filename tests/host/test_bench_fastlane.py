@@ -121,7 +121,7 @@ def test_goals_met_and_not_met(tmp_path):
     # in the report, above the tables
     fastlane.report(res, [], str(tmp_path))
     text = (tmp_path / "report.md").read_text()
-    assert text.index("## Issue 20's goals") < text.index("## Partition-aggregate")
+    assert text.index("## Goals (TCP + FastLane") < text.index("## Partition-aggregate")
     assert "| incast N = 80: query p99 below TCP-RTO10's, drops no higher than TCP's | **not met** |" in text
 
 

@@ -2,11 +2,14 @@
 TCP_DEADLINE: deadlines are exercised in the guest)."""
 import json
 import os
+import random
 import socket
 import subprocess
 import time
 
 import pytest
+
+from dcnet.wait import wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOL = os.path.join(ROOT, "testbed", "tools", "dltraffic")
@@ -20,14 +23,46 @@ def free_port():
     return p
 
 
-def wait_listening(port):
-    """until a server accepts on 127.0.0.1:port (at most about 2 s)"""
-    for _ in range(100):
+def free_port_base(n=3):
+    """B such that ports B..B+n-1 can all be bound now. It is drawn below
+    the ephemeral range, so that no connection the kernel numbers (a
+    server's, a probe's) takes B+k between this check and its use."""
+    lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+    rng = random.Random()
+    for _ in range(1000):
+        base = rng.randrange(10000, lo - n)
+        socks = []
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
+            for k in range(n):
+                s = socket.socket()
+                socks.append(s)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.bind(("0.0.0.0", base + k))
+            return base
         except OSError:
-            time.sleep(0.02)
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    pytest.fail("no %d consecutive free ports below %d" % (n, lo))
+
+
+# Waits are for events, not for a number of sleeps: a loaded host only makes
+# them longer. The bound only turns a hang into a message.
+WAIT_S = 30
+
+
+def accepts(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+        return True
+    except OSError:
+        return False
+
+
+def wait_listening(port):
+    """until a server accepts on 127.0.0.1:port"""
+    wait_until(lambda: accepts(port), WAIT_S, "a listener on 127.0.0.1:%d" % port)
 
 
 @pytest.fixture
@@ -43,6 +78,11 @@ def server():
 
 def lines(out):
     return [json.loads(l) for l in out.splitlines() if l.strip()]
+
+
+def complete_lines(out):
+    """the records of a log still being written (not its partial last line)"""
+    return lines(out[:out.rfind("\n") + 1])
 
 
 def test_flow_reports_fct_and_bytes(server):
@@ -81,12 +121,14 @@ def test_server_samples_each_response_until_acknowledged(tmp_path):
                                 "--resp-bytes", "2M", "--seed", "1"], capture_output=True, text=True,
                                timeout=30)
             assert r.returncode == 0, r.stderr
-            # the root has the last response; the leaf's sampler sees its
-            # last ACK a moment later
-            for _ in range(200):
-                if '"resp":2,' in log.read_text() and '"sent":1,' in log.read_text().splitlines()[-1]:
-                    break
-                time.sleep(0.01)
+            # The root has the last response; the leaf's sampler sees its
+            # last ACK later (on a loaded host, much later): its final
+            # sample is the one with everything acknowledged, after which
+            # the sampler stops. Wait for that record itself.
+            wait_until(lambda: any(x["type"] == "rsample" and x["resp"] == 2 and x["sent"] == 1
+                                   and x["unacked"] == 0 and x["notsent"] == 0
+                                   for x in complete_lines(log.read_text())),
+                       WAIT_S, "response 2's all-acknowledged sample in the server's log")
         finally:
             p.terminate()
             assert p.wait(timeout=5) == 0
@@ -156,9 +198,7 @@ def test_sched_sport_base_fixes_each_flows_source_port(server):
     """--sport-base: flow k of the schedule (blank lines not counted)
     leaves from B + k, and its record says so, so the 5-tuple the fabric
     hashes is the same in every run"""
-    base = free_port()
-    while base > 65000:
-        base = free_port()
+    base = free_port_base(3)
     text = (f"a 127.0.0.1:{server} 1000 0\n\nb 127.0.0.1:{server} 2000 +\n"
             f"c 127.0.0.1:{server} 3000 +\n")
     r = subprocess.run([TOOL, "sched", "--sport-base", str(base)], input=text,
@@ -189,23 +229,21 @@ def test_sched_sport_base_out_of_range_is_refused(args, why):
 
 
 def test_fanin_sport_base_connects_leaf_k_from_base_plus_k(server):
-    base = free_port()
-    while base > 65000:
-        base = free_port()
+    base = free_port_base(3)
     leaves = ",".join([f"127.0.0.1:{server}"] * 3)
-    p = subprocess.Popen([TOOL, "fanin", "--leaves", leaves, "--queries", "200", "--resp-bytes",
+    # enough queries that the root outlives any wait (it is killed below)
+    p = subprocess.Popen([TOOL, "fanin", "--leaves", leaves, "--queries", "100000", "--resp-bytes",
                           "10K", "--interval-us", "20000", "--sport-base", str(base)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        seen = set()
-        for _ in range(100):
-            ss = subprocess.run(["ss", "-tnH", "state", "established", f"dport = :{server}"],
-                                capture_output=True, text=True).stdout
-            seen = {int(l.split()[-2].rsplit(":", 1)[1]) for l in ss.splitlines() if l.strip()}
-            if len(seen) >= 3 or p.poll() is not None:
-                break
-            time.sleep(0.05)
-        assert p.poll() is None, p.communicate()[1]
+        def ports():
+            assert p.poll() is None, p.communicate()[1]
+            out = subprocess.run(["ss", "-tnH", "state", "established", f"dport = :{server}"],
+                                 capture_output=True, text=True).stdout
+            seen = {int(l.split()[-2].rsplit(":", 1)[1]) for l in out.splitlines() if l.strip()}
+            return seen if len(seen) >= 3 else None
+        seen = wait_until(ports, WAIT_S, "three established connections to the leaf", interval=0.05)
+        ss = seen
         assert seen == {base, base + 1, base + 2}, ss
     finally:
         p.kill()

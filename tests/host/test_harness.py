@@ -12,6 +12,7 @@ import pytest
 
 import check_summary
 import vmrun
+from dcnet.wait import wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPTS = os.path.join(ROOT, "scripts")
@@ -71,6 +72,16 @@ def summary(out, capsys, **kw):
     return rc, capsys.readouterr().out
 
 
+def summary_of_run(gdir, capsys):
+    """the summary of a guest-like pytest run in gdir, with a clean host
+    junit and passing KUnit suites beside it"""
+    out = gdir.parent
+    write_host_junit(out)
+    write_kunit(gdir, "alpha")
+    write_kunit(gdir, "beta")
+    return summary(out, capsys)
+
+
 def test_hanging_test_is_named_and_the_suite_goes_on(tmp_path, capsys):
     r, gdir = run_guest_like_pytest(tmp_path, (
         "import time\n"
@@ -78,16 +89,27 @@ def test_hanging_test_is_named_and_the_suite_goes_on(tmp_path, capsys):
         "def test_hangs(): time.sleep(3600)\n"
         "def test_c(): assert 2\n"))
     assert r.returncode == 1, r.stdout
-    out = gdir.parent
-    write_host_junit(out)
-    write_kunit(gdir, "alpha")
-    write_kunit(gdir, "beta")
-    rc, text = summary(out, capsys)
+    rc, text = summary_of_run(gdir, capsys)
     assert rc == 1
     assert "FAILED guest: test_x.py::test_hangs" in text
     # the tests before and after the hang still count
     assert "  guest pytest: 2 passed, 1 failed, 0 skipped" in text
     assert text.rstrip().endswith("8 passed, 1 failed")
+
+
+def test_a_failure_says_what_the_assertion_saw(tmp_path, capsys):
+    """the summary's FAILED line carries the failure's "E" lines, so that a
+    run read from its last lines (a CI log) says why, not only what"""
+    r, gdir = run_guest_like_pytest(tmp_path, (
+        "def test_a(): assert 1\n"
+        "def test_b():\n"
+        "    x = 41\n"
+        "    assert x == 42, 'the answer moved'\n"))
+    assert r.returncode == 1, r.stdout
+    rc, text = summary_of_run(gdir, capsys)
+    assert rc == 1
+    line = [l for l in text.splitlines() if l.startswith("FAILED guest: test_x.py::test_b")][0]
+    assert "the answer moved" in line and "41 == 42" in line, line
 
 
 def test_vm_death_mid_test_names_the_running_test(tmp_path, capsys):
@@ -182,13 +204,13 @@ def test_vm_timeout_ends_qemu_too(tmp_path, monkeypatch):
     assert rc == 1
     assert time.time() - t0 < 30
     child = int(pidfile.read_text())
-    for _ in range(50):
-        if not os.path.exists(f"/proc/{child}") or \
-                open(f"/proc/{child}/stat").read().split()[2] == "Z":
-            break
-        time.sleep(0.1)
-    else:
-        pytest.fail(f"the fake QEMU (pid {child}) survived the timeout")
+
+    def gone():
+        try:
+            return open(f"/proc/{child}/stat").read().split()[2] == "Z"
+        except FileNotFoundError:
+            return True
+    wait_until(gone, 5, f"the fake QEMU (pid {child}) is gone after the VM's timeout")
     meta = json.load(open(tmp_path / "out" / "vm.json"))
     assert meta["clock"] == "virtual" and meta["icount_shift"] == 0
 

@@ -147,7 +147,7 @@ def repo_copy(tmp_path):
     (repo / "scripts").mkdir(parents=True)
     for f in ("series.sh", "kernel.sh"):
         shutil.copy2(os.path.join(ROOT, "scripts", f), repo / "scripts" / f)
-    for d in ("kernel-patches", "net", "include"):
+    for d in ("kernel-patches", "net", "include", "Documentation"):
         if os.path.isdir(os.path.join(ROOT, d)):
             shutil.copytree(os.path.join(ROOT, d), repo / d)
     shutil.copy2(os.path.join(ROOT, "Kconfig"), repo / "Kconfig")

@@ -17,6 +17,7 @@ sys.path.insert(0, os.path.join(ROOT, "testbed"))
 
 import report  # noqa: E402
 import run  # noqa: E402
+from dcnet.wait import wait_until  # noqa: E402
 
 
 class FakeFabric:
@@ -61,7 +62,9 @@ def test_a_failed_fault_fails_the_run_and_the_others_go_on():
     threading.excepthook = lambda a: hook.append(a)     # an exception escaping a timer thread
     try:
         faults.start()
-        time.sleep(0.5)
+        # the three early faults fired (stop() joins a timer being applied)
+        wait_until(lambda: all(r is not None for r in faults.records[:3]), 10,
+                   "the faults at 0.0, 0.05 and 0.1 s fired", interval=0.005)
         t0 = time.time()
         recs, errors = faults.stop()
     finally:

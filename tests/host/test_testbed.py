@@ -12,6 +12,21 @@ sys.path.insert(0, os.path.join(ROOT, "testbed"))
 
 import report  # noqa: E402
 import workloads  # noqa: E402
+from dcnet.wait import wait_until  # noqa: E402
+
+
+def tcp_listening(port):
+    """a socket listens on TCP port (IPv4 or IPv6) in this namespace"""
+    for f in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = open(f).read().splitlines()[1:]
+        except OSError:
+            continue
+        for r in rows:
+            x = r.split()
+            if x[3] == "0A" and int(x[1].rsplit(":", 1)[1], 16) == port:
+                return True
+    return False
 
 HOSTS = [f"h{i}" for i in range(1, 17)]
 
@@ -174,8 +189,8 @@ def test_sized_flow_schedules(tmp_path):
     port = 39000 + os.getpid() % 1000
     srv = subprocess.Popen([tool, "server", "-p", str(port)], stdout=subprocess.DEVNULL)
     try:
-        import time
-        time.sleep(0.3)
+        wait_until(lambda: tcp_listening(port) or srv.poll() is not None, 10, f"dltraffic server listens on :{port}")
+        assert srv.poll() is None, f"dltraffic server exited ({srv.returncode})"
         text = f"a 127.0.0.1:{port} 20000 0\nb 127.0.0.1:{port} 3000 +\nc 127.0.0.1:{port} 5000 1000\n"
         out = subprocess.run([tool, "sched"], input=text, capture_output=True, text=True, timeout=30)
         assert out.returncode == 0, out.stderr

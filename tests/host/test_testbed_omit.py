@@ -15,6 +15,7 @@ sys.path.insert(0, os.path.join(ROOT, "testbed"))
 import experiment  # noqa: E402
 import run  # noqa: E402
 import workloads  # noqa: E402
+from dcnet.wait import wait_until  # noqa: E402
 
 FLOW = dict(id=3, src="h1", dst="h9", kind="elephant", port=5204)
 
@@ -62,7 +63,7 @@ def test_faults_count_from_the_end_of_the_warm_up():
     faults = run.Faults(fab, [{"at_s": 0.1, "node": "l1", "port": "s1", "action": "down"}], 0.3)
     t0 = time.time()
     faults.start()
-    time.sleep(0.6)
+    wait_until(lambda: fab.at, 10, "the fault at 0.1 s after a 0.3 s warm-up was applied")
     recs, errors = faults.stop()
     assert errors == [] and recs[0]["applied"]
     assert fab.at[0] - t0 >= 0.4 - 0.02
