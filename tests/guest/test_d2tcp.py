@@ -327,6 +327,12 @@ def share_while_both_run(recs, samples, first="h1", second="h2", until_us=None):
     return a / (a + b)
 
 
+def both_mbit(recs, samples):
+    """Mbit/s the two flows moved together while both ran."""
+    end = min(recs["h1"]["fct_us"], recs["h2"]["fct_us"])
+    return sum(acked_at(samples[h], end, recs[h]) for h in ("h1", "h2")) * 8 / end
+
+
 # IPv4 and IPv6 (make check takes about 11 minutes since the guest's
 # toolbox; DCNET_D2TCP_V6=0 leaves the IPv6 runs out).
 V6_SHARE = [False] if os.environ.get("DCNET_D2TCP_V6") == "0" else [False, True]
@@ -336,6 +342,11 @@ V6_SHARE = [False] if os.environ.get("DCNET_D2TCP_V6") == "0" else [False, True]
 def test_equal_share_without_deadlines(lab_factory, v6):
     lab = marking_lab(lab_factory, "f6" if v6 else "f4")
     recs, samples = two_flows(lab, [0, 0], v6=v6)
+    mbit = both_mbit(recs, samples)
+    if not marks(lab) and mbit < LINK_BOUND * RATE_MBIT:
+        # a guest starved of CPU below the link's rate: no queue, no marks,
+        # and nothing about the marking to judge (as in the test below)
+        pytest.skip(f"the guest's CPU, not the link, set the pace: {mbit:.2f} of {RATE_MBIT} Mbit/s")
     assert marks(lab) > 0, "the bottleneck never marked: no congestion to share"
     share = share_while_both_run(recs, samples)
     # measured 0.52-0.61 for h1 under TCG: the first flow to start gains
@@ -375,14 +386,13 @@ def test_nearer_deadline_gets_more(lab_factory, v6):
                                    start_server=i == 0)
         first, second = ("h2", "h1") if swapped else ("h1", "h2")
         share = share_while_both_run(recs, samples, first, second)
-        end = min(recs["h1"]["fct_us"], recs["h2"]["fct_us"])
-        both = sum(acked_at(samples[h], end, recs[h]) for h in ("h1", "h2")) * 8 / end
+        both = both_mbit(recs, samples)
         runs.append(dict(share=round(share, 3), mbit=round(both, 2),
                          fct_s=(recs[first]["fct_us"] / 1e6, recs[second]["fct_us"] / 1e6)))
         if both >= LINK_BOUND * RATE_MBIT:
             shares.append(share)
-    assert marks(lab) > 0
     print(f"runs (near flow's share, Mbit/s of {RATE_MBIT} while both ran):", runs)
     if len(shares) < 2:
         pytest.skip(f"the guest's CPU, not the link, set the pace in {4 - len(shares)} of 4 runs: {runs}")
+    assert marks(lab) > 0
     assert sum(shares) / len(shares) > 0.55, (shares, runs)

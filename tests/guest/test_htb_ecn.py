@@ -45,11 +45,19 @@ RWND_CC = "reno"
 # another on a 2-core host, a flow reached only 320-410 kbit/s, below a
 # 1 Mbit/s limiter, whose queue then never passed K (no rewrite at all)
 RWND_RATE_KBIT = 250
+# The ECE test's limiter: a DCTCP flow in a guest beside another on a slow
+# host did not queue beyond K at 1 Mbit/s (no ACK marked); 150 KB is the
+# same 4.8 s as FLOW_BYTES at RATE_MBIT
+ECE_RATE_KBIT = RWND_RATE_KBIT
+ECE_BYTES = 150_000
+# the SYN storm: 25 times the flow table it must not disturb
+STORM_TABLE = 16
+STORM_SYNS = 25 * STORM_TABLE
 RWND_BYTES = 400_000        # 12.8 s at 250 kbit/s
 
 
-def limiter(lab, ecn="", dev="h3", rate=f"{RATE_MBIT}mbit"):
-    tc(f"qdisc add dev {dev} root handle 1: htb default 10", lab.sw)
+def limiter(lab, ecn="", dev="h3", rate=f"{RATE_MBIT}mbit", qopt=""):
+    tc(f"qdisc add dev {dev} root handle 1: htb default 10 {qopt}", lab.sw)
     tc(f"class add dev {dev} parent 1: classid 1:10 htb rate {rate}"
        f" ceil {rate} {ecn}", lab.sw)
 
@@ -242,14 +250,15 @@ def median_srtt(samples):
 @pytest.mark.parametrize("v6", [False, True])
 def test_ece_reaches_dctcp_sender_and_cuts_the_queue(lab_factory, v6):
     lab = lab3(lab_factory, "hE6" if v6 else "hE4")
-    limiter(lab)
-    plain, plain_s = flow(lab, v6=v6)
-    tc(f"class change dev h3 parent 1: classid 1:10 htb rate {RATE_MBIT}mbit"
-       f" ceil {RATE_MBIT}mbit ecn_thresh {K} ecn_mode ece", lab.sw)
+    rate = f"{ECE_RATE_KBIT}kbit"
+    limiter(lab, rate=rate)
+    plain, plain_s = flow(lab, nbytes=ECE_BYTES, v6=v6)
+    tc(f"class change dev h3 parent 1: classid 1:10 htb rate {rate}"
+       f" ceil {rate} ecn_thresh {K} ecn_mode ece", lab.sw)
     ce_mib = "Ip6InCEPkts" if v6 else "IpExtInCEPkts"
     ce_in = nstat(lab.ns("h3"), ce_mib)
     dce = nstat(lab.ns("h1"), "TcpExtTCPDeliveredCE")
-    ece, ece_s = flow(lab, v6=v6, server=False)
+    ece, ece_s = flow(lab, nbytes=ECE_BYTES, v6=v6, server=False)
     marked = counter(lab, "ecn_ece_marked")
     assert marked > 0
     assert counter(lab, "ecn_ce_marked") == 0
@@ -258,7 +267,8 @@ def test_ece_reaches_dctcp_sender_and_cuts_the_queue(lab_factory, v6):
     assert nstat(lab.ns("h3"), ce_mib) - ce_in == 0
     rtt_plain, rtt_ece = median_srtt(plain_s), median_srtt(ece_s)
     # the premise: plain HTB queued well beyond K
-    assert rtt_plain > 2 * K_US, f"plain HTB never queued beyond K: median srtt {rtt_plain} us"
+    k_us = K * 8 * 1000 / ECE_RATE_KBIT
+    assert rtt_plain > 2 * k_us, f"plain HTB never queued beyond K: median srtt {rtt_plain} us"
     print(f"median srtt: plain HTB {rtt_plain / 1000:.0f} ms, ece {rtt_ece / 1000:.0f} ms;"
           f" fct {plain['fct_us'] / 1e6:.2f} s vs {ece['fct_us'] / 1e6:.2f} s; {marked} ACKs marked")
     # What ece buys (the queue and the RTT cut, the limiter kept busy) is a
@@ -557,9 +567,13 @@ def test_failed_configuration_leaves_no_flow_table(lab_factory):
 def test_unsolicited_syns_do_not_evict_flows(lab_factory, v6):
     """Defect 3: a storm of SYNs from the network (to addresses and ports
     that do not exist) must not take the entries of managed flows."""
+    need_patched_tc()
     lab = lab3(lab_factory, "hy6" if v6 else "hy4")
     sh("sysctl -qw net.ipv4.tcp_ecn=0", ns=lab.ns("h1"))
-    limiter(lab, f"ecn_thresh {K} ecn_mode rwnd", rate=f"{RWND_RATE_KBIT}kbit")
+    # the smallest table the qdisc accepts, so that a storm of 25 times
+    # its size is cheap to send from a slow guest
+    limiter(lab, f"ecn_thresh {K} ecn_mode rwnd", rate=f"{RWND_RATE_KBIT}kbit",
+            qopt=f"ecn_flows {STORM_TABLE}")
     lab.server("h3", 5001, v6=v6, cc=RWND_CC)
     # long enough to outlast the storm and the waits on any host (at 250
     # kbit/s, 40 MB is 1280 s); stopped once checked
@@ -570,7 +584,7 @@ def test_unsolicited_syns_do_not_evict_flows(lab_factory, v6):
     wait_until(lambda: p.poll() is None and counter(lab, "rwnd_rewrites") > 0,
                WAIT_S, "a window rewrite of the flow before the storm")
     nowhere = "fd00:99::9" if v6 else "10.99.0.9"
-    tool(lab, "h3", "synstorm", lab.ip("h3", v6), nowhere, 6000, *(["-6"] if v6 else []))
+    tool(lab, "h3", "synstorm", lab.ip("h3", v6), nowhere, STORM_SYNS, *(["-6"] if v6 else []))
     assert p.poll() is None, "the flow ended before the storm did"
     before = counter(lab, "rwnd_rewrites")
     # and still managed after it: rewrites go on
@@ -584,7 +598,7 @@ def test_unsolicited_syns_do_not_evict_flows(lab_factory, v6):
     assert before > 0
     assert after > before, "the flow was no longer managed after the SYN storm"
     t = table_line(table, "h3")
-    assert t["evictions"] == "0", t
+    assert (t["size"], t["evictions"]) == (str(STORM_TABLE), "0"), t
     mine = [l for l in table.splitlines() if f":5001" in l]
     assert len(mine) == 1 and " wscale unknown" not in mine[0], table
 
