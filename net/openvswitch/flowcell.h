@@ -108,14 +108,16 @@ static inline bool ovs_flowcell_size_valid(u32 basis)
 }
 
 /* Accounts a packet of @len payload bytes to @f, whose flowcells hold
- * @size bytes.  Returns true when the packet starts a new flowcell: the
- * current one already holds @size bytes or more.  A packet is never split,
- * so a flowcell ends with the packet that reaches (or passes) the size.
+ * @size bytes.  Returns true when the packet starts a new flowcell: it
+ * would take the current one past @size bytes.  A packet is never split:
+ * one larger than @size fills a flowcell of its own, and a flowcell of
+ * maximum-sized TSO skbs (65160 bytes of payload at MSS 1448) is one skb,
+ * the paper's unit, not two.
  */
 static inline bool ovs_flowcell_advance(struct ovs_flowcell_flow *f, u32 len,
 					u32 size)
 {
-	bool next = f->bytes >= size;
+	bool next = f->bytes && (u64)f->bytes + len > size;
 
 	if (next) {
 		f->cell++;

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* KUnit tests of Presto flowcells in the Open vSwitch datapath
- * (flowcell.c): the flowcell decision (boundaries, a packet at or past the
- * size, packets larger than a flowcell, the 16-bit ID wrap, consecutive
- * hashes), the per-flow table (random start, LRU eviction at the limit,
- * idle expiry, a lowered limit), the payload length of a packet and the
- * flowlet gap (below, at and above the gap, a wrapping clock, gap 0).
+ * (flowcell.c): the flowcell decision (boundaries, a packet that would
+ * pass the size, full TSO skbs, packets larger than a flowcell, the 16-bit
+ * ID wrap, consecutive hashes), the per-flow table (random start, LRU
+ * eviction at the limit, idle expiry, a lowered limit), the payload length
+ * of a packet and the flowlet gap (below, at and above the gap, a wrapping clock, gap 0).
  */
 
 #include <kunit/test.h>
@@ -55,24 +55,59 @@ static void flowcell_exactly_at_size_test(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ovs_flowcell_id(&f), 1);
 }
 
-/* One byte short of the size keeps the flowcell open for the next packet,
- * which then closes it (passing the size); the one after starts the next.
+/* A packet that would take the flowcell past its size starts the next
+ * one: one byte short leaves room for one more byte only.
  */
 static void flowcell_one_short_test(struct kunit *test)
 {
 	struct ovs_flowcell_flow f = {};
 
 	KUNIT_EXPECT_FALSE(test, ovs_flowcell_advance(&f, SZ - 1, SZ));
-	KUNIT_EXPECT_FALSE(test, ovs_flowcell_advance(&f, 1448, SZ));
-	KUNIT_EXPECT_EQ(test, f.cell, 0U);
-	KUNIT_EXPECT_EQ(test, f.bytes, SZ - 1 + 1448);
-	KUNIT_EXPECT_TRUE(test, ovs_flowcell_advance(&f, 1, SZ));
+	KUNIT_EXPECT_TRUE(test, ovs_flowcell_advance(&f, 1448, SZ));
 	KUNIT_EXPECT_EQ(test, f.cell, 1U);
+	KUNIT_EXPECT_EQ(test, f.bytes, 1448U);
+	f.bytes = SZ - 1;
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_advance(&f, 1, SZ));
+	KUNIT_EXPECT_EQ(test, f.cell, 1U);
+	KUNIT_EXPECT_EQ(test, f.bytes, SZ);
+	KUNIT_EXPECT_TRUE(test, ovs_flowcell_advance(&f, 1, SZ));
+	KUNIT_EXPECT_EQ(test, f.cell, 2U);
 	KUNIT_EXPECT_EQ(test, f.bytes, 1U);
 }
 
-/* A packet larger than a flowcell is one decision: it fills its flowcell
- * on its own and the next packet starts a new one.
+/* Real TSO sizes: a full TSO skb (45 segments of 1448 bytes, 65160 bytes,
+ * the most that fits the 64 KiB GSO limit) is one flowcell of its own, as
+ * in the paper; a flow of 1448-byte segments puts 45 in a flowcell.
+ */
+static void flowcell_tso_sizes_test(struct kunit *test)
+{
+	struct ovs_flowcell_flow f = {};
+	u32 cells = 0;
+	int i;
+
+	for (i = 0; i < 10; i++)
+		cells += ovs_flowcell_advance(&f, 45 * 1448, SZ);
+	KUNIT_EXPECT_EQ(test, f.cell, 9U);
+	KUNIT_EXPECT_EQ(test, cells, 9U);
+	KUNIT_EXPECT_EQ(test, f.bytes, 45 * 1448U);
+
+	f = (struct ovs_flowcell_flow){};
+	for (i = 0; i < 45; i++)
+		KUNIT_EXPECT_FALSE(test, ovs_flowcell_advance(&f, 1448, SZ));
+	KUNIT_EXPECT_EQ(test, f.bytes, 45 * 1448U);
+	KUNIT_EXPECT_TRUE(test, ovs_flowcell_advance(&f, 1448, SZ));
+	KUNIT_EXPECT_EQ(test, f.cell, 1U);
+
+	/* A short skb after a partly full flowcell: it goes in if it fits. */
+	f = (struct ovs_flowcell_flow){ .bytes = 30 * 1448 };
+	KUNIT_EXPECT_FALSE(test, ovs_flowcell_advance(&f, 15 * 1448, SZ));
+	KUNIT_EXPECT_TRUE(test, ovs_flowcell_advance(&f, 45 * 1448, SZ));
+	KUNIT_EXPECT_EQ(test, f.cell, 1U);
+}
+
+/* A packet larger than a flowcell is one decision: it fills a flowcell
+ * of its own (an empty one, or the next) and the next packet starts a new
+ * one.
  */
 static void flowcell_large_skb_test(struct kunit *test)
 {
@@ -82,15 +117,17 @@ static void flowcell_large_skb_test(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, f.cell, 0U);
 	KUNIT_EXPECT_TRUE(test, ovs_flowcell_advance(&f, 1, SZ));
 	KUNIT_EXPECT_EQ(test, f.cell, 1U);
-	KUNIT_EXPECT_FALSE(test, ovs_flowcell_advance(&f, 200000, SZ));
-	KUNIT_EXPECT_EQ(test, f.cell, 1U);
 	KUNIT_EXPECT_TRUE(test, ovs_flowcell_advance(&f, 200000, SZ));
 	KUNIT_EXPECT_EQ(test, f.cell, 2U);
+	KUNIT_EXPECT_TRUE(test, ovs_flowcell_advance(&f, 200000, SZ));
+	KUNIT_EXPECT_EQ(test, f.cell, 3U);
 	/* The byte count saturates instead of wrapping. */
 	f.bytes = U32_MAX - 10;
 	KUNIT_EXPECT_TRUE(test, ovs_flowcell_advance(&f, 100, SZ));
-	f.bytes = SZ - 1;
+	f.bytes = 0;
 	KUNIT_EXPECT_FALSE(test, ovs_flowcell_advance(&f, U32_MAX, SZ));
+	KUNIT_EXPECT_EQ(test, f.bytes, U32_MAX);
+	KUNIT_EXPECT_TRUE(test, ovs_flowcell_advance(&f, U32_MAX, SZ));
 	KUNIT_EXPECT_EQ(test, f.bytes, U32_MAX);
 }
 
@@ -582,8 +619,10 @@ static void flowcell_gap_off_test(struct kunit *test)
 		KUNIT_EXPECT_EQ(test, a.bytes, b.bytes);
 		KUNIT_EXPECT_EQ(test, a.last_ns, 0ULL);
 	}
-	/* 20000-byte packets: a new flowcell every fourth from the fifth. */
-	KUNIT_EXPECT_EQ(test, a.cell, 24U);
+	/* 20000-byte packets: three to a flowcell, the fourth starts the
+	 * next one.
+	 */
+	KUNIT_EXPECT_EQ(test, a.cell, 33U);
 }
 
 /* A new flow's state stamps its first packet's time, so that packet does
@@ -668,6 +707,7 @@ static struct kunit_case openvswitch_flowcell_cases[] = {
 	KUNIT_CASE(flowcell_size_test),
 	KUNIT_CASE(flowcell_exactly_at_size_test),
 	KUNIT_CASE(flowcell_one_short_test),
+	KUNIT_CASE(flowcell_tso_sizes_test),
 	KUNIT_CASE(flowcell_large_skb_test),
 	KUNIT_CASE(flowcell_hash_test),
 	KUNIT_CASE(flowcell_id_wrap_test),

@@ -245,11 +245,11 @@ def cell_of(packet):
 
 @pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
 def test_flowcells_consecutive_hashes_and_mac(dp, v6):
-    # 4096-byte flowcells of 1000-byte packets: the fifth packet passes
-    # 4096 bytes, the sixth starts flowcell 1.
+    # 4096-byte flowcells of 1000-byte packets: four fit, the fifth would
+    # take the flowcell past 4096 bytes and starts flowcell 1.
     seen = [dp.execute(tcp_packet(v6)) for _ in range(12)]
     cells = [cell_of(p) for _, p in seen]
-    assert cells == [0] * 5 + [1] * 5 + [2] * 2
+    assert cells == [0] * 4 + [1] * 4 + [2] * 4
     hashes = [h for h, _ in seen]
     assert all(h & 0x80000000 for h in hashes)
     h0 = hashes[0]
@@ -258,15 +258,15 @@ def test_flowcells_consecutive_hashes_and_mac(dp, v6):
     # Everything but the source MAC's low bytes is untouched.
     for _, p in seen:
         assert p[:10] == tcp_packet(v6)[:10] and p[12:] == tcp_packet(v6)[12:]
-    # A TSO-sized packet (one skb, 20000 bytes of payload) is one decision:
-    # it ends flowcell 2 on its own; the next packet starts flowcell 3.
+    # A TSO-sized packet (one skb, 20000 bytes of payload) is one decision,
+    # never split: each fills a flowcell of its own (3, then 4).
     big = [dp.execute(tcp_packet(v6, payload=20000)) for _ in range(2)]
-    assert [cell_of(p) for _, p in big] == [2, 3]
+    assert [cell_of(p) for _, p in big] == [3, 4]
     fc = dp.flowcell()
     assert fc["flows"] == 1
     assert fc["packets"] == 14
     assert fc["bytes"] == 12 * PAYLOAD + 2 * 20000
-    assert fc["cells"] == 4
+    assert fc["cells"] == 5
     assert fc["fallbacks"] == 0
     assert fc["limit"] == 8192
 
@@ -291,9 +291,10 @@ def test_flows_are_separate_and_the_limit_evicts_lru(dp):
     fc = dp.flowcell()
     assert fc["flows"] == 2
     assert fc["evictions"] == 1
-    # Flow 1 kept its state (its second packet passed 4096 bytes: the third
-    # starts flowcell 1); flow 2 starts over at flowcell 0.
-    assert cell_of(dp.execute(tcp_packet(sport=1, payload=3000))[1]) == 1
+    # Flow 1 kept its state (two 3000-byte packets do not fit in 4096
+    # bytes: its second started flowcell 1, its third starts flowcell 2);
+    # flow 2 starts over at flowcell 0.
+    assert cell_of(dp.execute(tcp_packet(sport=1, payload=3000))[1]) == 2
     assert cell_of(dp.execute(tcp_packet(sport=2, payload=3000))[1]) == 0
     assert dp.flowcell()["evictions"] == 2
 
@@ -376,7 +377,7 @@ def test_seeded_starts_repeat(dp):
     # still consecutive flowcells from the seeded start
     dp.set_flowcell(u32(OVS_FLOWCELL_ATTR_LIMIT, 8192))
     seen = [dp.execute(tcp_packet(sport=200))[0] for _ in range(12)]
-    assert [(h - seen[0]) & 0x7fffffff for h in seen] == [0] * 5 + [1] * 5 + [2] * 2
+    assert [(h - seen[0]) & 0x7fffffff for h in seen] == [0] * 4 + [1] * 4 + [2] * 4
     dp.set_flowcell(u32(OVS_FLOWCELL_ATTR_SEED, 0))
     assert dp.flowcell()["seed"] == 0
 
@@ -444,7 +445,7 @@ def test_gap_zero_keeps_flowcells(dp, v6):
             time.sleep(GAP_S * 2)
         seen.append(dp.execute(tcp_packet(v6)))
     cells = [cell_of(p) for _, p in seen]
-    assert cells == [0] * 5 + [1] * 5 + [2] * 2
+    assert cells == [0] * 4 + [1] * 4 + [2] * 4
     assert [(h - seen[0][0]) & 0x7fffffff for h, _ in seen] == cells
     fc = dp.flowcell()
     assert fc["cells"] == 3 and fc["gap_cells"] == 0
