@@ -61,6 +61,21 @@ u64 presto_gro_timeout_ns(u64 ewma_ns, const struct presto_gro_params *p)
 }
 EXPORT_SYMBOL_GPL(presto_gro_timeout_ns);
 
+/*
+ * A reordering duration as an EWMA sample, bounded by timeout_max_us /
+ * alpha: a hold never lasts longer than timeout_max_us, so an EWMA above
+ * that bound only pins every hold at the maximum.  One very late fill
+ * then moves the EWMA by at most an eighth of the bound.
+ */
+u64 presto_gro_sample_ns(u64 d, const struct presto_gro_params *p)
+{
+	u64 cap = div_u64((u64)p->timeout_max_us * NSEC_PER_USEC,
+			  max_t(u32, p->alpha, 1));
+
+	return min(d, cap);
+}
+EXPORT_SYMBOL_GPL(presto_gro_sample_ns);
+
 /* EWMA with gain 1/8, in nanoseconds; the first sample initialises it */
 u64 presto_gro_ewma_update(u64 ewma_ns, u64 sample_ns)
 {
@@ -207,7 +222,7 @@ u64 presto_gro_flow_flush(struct presto_gro_flow *f, u64 *ewma_ns,
 		case PRESTO_PUSH_FILLED:
 			/* reordering at a boundary, filled without loss */
 			*ewma_ns = presto_gro_ewma_update(*ewma_ns,
-							  now - s->arrival_ns);
+				presto_gro_sample_ns(now - s->arrival_ns, p));
 			st->reorder_events++;
 			fallthrough;
 		case PRESTO_PUSH_INORDER:
@@ -236,7 +251,8 @@ u64 presto_gro_flow_flush(struct presto_gro_flow *f, u64 *ewma_ns,
 			    !before(s->end_seq, f->late_end)) {
 				f->late = 0;
 				*ewma_ns = presto_gro_ewma_update(*ewma_ns,
-								  now - f->late_since);
+					presto_gro_sample_ns(now - f->late_since,
+							     p));
 				st->reorder_events++;
 				st->late_fills++;
 			}

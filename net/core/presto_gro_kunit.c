@@ -230,6 +230,40 @@ static void pg_boundary_timeout(struct kunit *test)
 	pg_free(&c);
 }
 
+/* A gap filled 10 s late is one sample of at most timeout_max_us / alpha
+ * (5000 us here): the EWMA moves by an eighth of that, and the next hold
+ * is not pinned at timeout_max_us.
+ */
+static void pg_late_fill_bounded(struct kunit *test)
+{
+	struct pg_ctx c;
+	u32 seqs[4];
+
+	pg_init(&c);
+	c.ewma = 200 * US;
+	pg_add(test, &c, 0, 4, 1, 0);
+	pg_flush(&c, 0);
+	pg_out(&c, seqs, 4);
+	pg_add(test, &c, 8 * MSS, 4, 3, 1000 * US);
+	pg_flush(&c, 1000 * US);
+	KUNIT_EXPECT_EQ(test, pg_flush(&c, 1400 * US), 0ULL);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 1);
+	KUNIT_EXPECT_EQ(test, c.st.pushed_timeout, 1ULL);
+	pg_add(test, &c, 4 * MSS, 4, 2, 1000 * US + 10 * NSEC_PER_SEC);
+	pg_flush(&c, 1000 * US + 10 * NSEC_PER_SEC);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 1);
+	KUNIT_EXPECT_EQ(test, c.st.late_fills, 1ULL);
+	KUNIT_EXPECT_EQ(test, c.ewma, 800ULL * US);
+	KUNIT_EXPECT_EQ(test, presto_gro_timeout_ns(c.ewma, &params),
+			1600ULL * US);
+	/* the bound itself */
+	KUNIT_EXPECT_EQ(test, presto_gro_sample_ns(U64_MAX, &params),
+			5000ULL * US);
+	KUNIT_EXPECT_EQ(test, presto_gro_sample_ns(40 * US, &params),
+			40ULL * US);
+	pg_free(&c);
+}
+
 /* a timed-out segment whose run merged a packet within EWMA / beta
  * is still held
  */
@@ -373,6 +407,7 @@ static struct kunit_case presto_gro_cases[] = {
 	KUNIT_CASE(pg_next_flowcell_in_order),
 	KUNIT_CASE(pg_swapped_flowcells),
 	KUNIT_CASE(pg_boundary_timeout),
+	KUNIT_CASE(pg_late_fill_bounded),
 	KUNIT_CASE(pg_recent_merge_holds),
 	KUNIT_CASE(pg_hold_capped),
 	KUNIT_CASE(pg_sorted_insert),
