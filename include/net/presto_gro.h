@@ -96,10 +96,12 @@ u64 presto_gro_timeout_ns(u64 ewma_ns, const struct presto_gro_params *p);
 u64 presto_gro_ewma_update(u64 ewma_ns, u64 sample_ns);
 u64 presto_gro_sample_ns(u64 d, const struct presto_gro_params *p);
 u64 presto_gro_deadline_ns(const struct presto_gro_seg *s, u64 run_last_ns,
-			   u64 ewma_ns, const struct presto_gro_params *p);
+			   u64 first_ns, u64 ewma_ns,
+			   const struct presto_gro_params *p);
 enum presto_gro_verdict presto_gro_decide(struct presto_gro_flow *f,
 					  const struct presto_gro_seg *s,
-					  u64 run_last_ns, u64 ewma_ns,
+					  u64 run_last_ns, u64 first_ns,
+					  u64 ewma_ns,
 					  const struct presto_gro_params *p,
 					  u64 now);
 void presto_gro_flow_insert(struct presto_gro_flow *f, struct sk_buff *skb);

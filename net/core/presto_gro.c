@@ -91,14 +91,19 @@ EXPORT_SYMBOL_GPL(presto_gro_ewma_update);
  * When a segment held at a flowcell boundary times out: alpha * EWMA after
  * it arrived, but not before EWMA / beta after the last packet merged into
  * its run (the contiguous segments of its flowcell that follow it), and
- * never later than timeout_max_us after it arrived.
+ * never later than timeout_max_us after the oldest arrival (@first_ns) of
+ * it and the segments held behind it.  The cap is per segment: a newer
+ * segment that takes the head of the list cannot renew the hold of older
+ * ones queued behind it.
  */
 u64 presto_gro_deadline_ns(const struct presto_gro_seg *s, u64 run_last_ns,
-			   u64 ewma_ns, const struct presto_gro_params *p)
+			   u64 first_ns, u64 ewma_ns,
+			   const struct presto_gro_params *p)
 {
 	u64 d = s->arrival_ns + presto_gro_timeout_ns(ewma_ns, p);
 	u64 m = run_last_ns + div_u64(ewma_ns, max_t(u32, p->beta, 1));
-	u64 cap = s->arrival_ns + (u64)p->timeout_max_us * NSEC_PER_USEC;
+	u64 cap = min(s->arrival_ns, first_ns) +
+		  (u64)p->timeout_max_us * NSEC_PER_USEC;
 
 	if (m > d)
 		d = m;
@@ -109,7 +114,8 @@ EXPORT_SYMBOL_GPL(presto_gro_deadline_ns);
 /* Algorithm 1, lines 3-17, for one segment S of flow f */
 enum presto_gro_verdict presto_gro_decide(struct presto_gro_flow *f,
 					  const struct presto_gro_seg *s,
-					  u64 run_last_ns, u64 ewma_ns,
+					  u64 run_last_ns, u64 first_ns,
+					  u64 ewma_ns,
 					  const struct presto_gro_params *p,
 					  u64 now)
 {
@@ -136,7 +142,8 @@ enum presto_gro_verdict presto_gro_decide(struct presto_gro_flow *f,
 			return s->held == PRESTO_HELD_GAP ? PRESTO_PUSH_FILLED :
 							 PRESTO_PUSH_INORDER;
 		}
-		if (now >= presto_gro_deadline_ns(s, run_last_ns, ewma_ns, p)) {
+		if (now >= presto_gro_deadline_ns(s, run_last_ns, first_ns,
+						  ewma_ns, p)) {
 			f->last_fc = s->fcid;		/* lines 11-14 */
 			f->exp_seq = s->end_seq;
 			return PRESTO_PUSH_TIMEOUT;
@@ -184,6 +191,17 @@ static u64 presto_gro_run_last(struct presto_gro_flow *f, struct sk_buff *skb)
 	return last;
 }
 
+/* Oldest arrival of skb and the segments queued behind it */
+static u64 presto_gro_first_arrival(struct presto_gro_flow *f,
+				    struct sk_buff *skb)
+{
+	u64 first = presto_gro_seg(skb)->arrival_ns;
+
+	list_for_each_entry_continue(skb, &f->segs, list)
+		first = min(first, presto_gro_seg(skb)->arrival_ns);
+	return first;
+}
+
 /*
  * Algorithm 1 over one flow's sorted list: move what may go up to @out,
  * in order.  Once a segment is held, everything after it waits too, so
@@ -200,11 +218,14 @@ u64 presto_gro_flow_flush(struct presto_gro_flow *f, u64 *ewma_ns,
 		struct presto_gro_seg *s = presto_gro_seg(skb);
 		enum presto_gro_verdict v;
 		u64 run_last = s->arrival_ns;
+		u64 first = s->arrival_ns;
 
 		if (f->valid && s->fcid != f->last_fc &&
-		    presto_gro_fc_after(s->fcid, f->last_fc))
+		    presto_gro_fc_after(s->fcid, f->last_fc)) {
 			run_last = presto_gro_run_last(f, skb);
-		v = presto_gro_decide(f, s, run_last, *ewma_ns, p, now);
+			first = presto_gro_first_arrival(f, skb);
+		}
+		v = presto_gro_decide(f, s, run_last, first, *ewma_ns, p, now);
 		if (v == PRESTO_HOLD) {
 			struct sk_buff *h = skb;
 
@@ -216,7 +237,8 @@ u64 presto_gro_flow_flush(struct presto_gro_flow *f, u64 *ewma_ns,
 					presto_gro_seg(h)->held = PRESTO_HELD_BEHIND;
 			}
 			s->held = PRESTO_HELD_GAP;
-			return presto_gro_deadline_ns(s, run_last, *ewma_ns, p);
+			return presto_gro_deadline_ns(s, run_last, first,
+						      *ewma_ns, p);
 		}
 		switch (v) {
 		case PRESTO_PUSH_FILLED:

@@ -304,9 +304,41 @@ static void pg_hold_capped(struct kunit *test)
 
 	/* EWMA 1 s: alpha * EWMA and EWMA / beta both beyond the cap */
 	KUNIT_EXPECT_EQ(test,
-			presto_gro_deadline_ns(&s, 5000 * US, 1000000ULL * US,
-					       &params),
+			presto_gro_deadline_ns(&s, 5000 * US, U64_MAX,
+					       1000000ULL * US, &params),
 			11000ULL * US);
+	/* an older segment queued behind caps it earlier */
+	KUNIT_EXPECT_EQ(test,
+			presto_gro_deadline_ns(&s, 5000 * US, 400 * US,
+					       1000000ULL * US, &params),
+			10400ULL * US);
+}
+
+/* A newer segment that takes the head of the list (here a lower sequence
+ * number of a flowcell between) does not renew the hold of the one queued
+ * behind it: both go up timeout_max_us after the older one arrived.
+ */
+static void pg_hold_cap_per_segment(struct kunit *test)
+{
+	struct pg_ctx c;
+	u32 seqs[4];
+
+	pg_init(&c);
+	c.ewma = 1000000ULL * US;	/* holds as long as the cap allows */
+	pg_add(test, &c, 0, 4, 1, 0);
+	pg_flush(&c, 0);
+	pg_out(&c, seqs, 4);
+	pg_add(test, &c, 12 * MSS, 4, 3, 1000 * US);
+	KUNIT_EXPECT_EQ(test, pg_flush(&c, 1000 * US), 11000ULL * US);
+	pg_add(test, &c, 8 * MSS, 2, 2, 9000 * US);
+	KUNIT_EXPECT_EQ(test, pg_flush(&c, 9000 * US), 11000ULL * US);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 0);
+	KUNIT_EXPECT_EQ(test, pg_flush(&c, 11000 * US), 0ULL);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 2);
+	KUNIT_EXPECT_EQ(test, seqs[0], 8U * MSS);
+	KUNIT_EXPECT_EQ(test, seqs[1], 12U * MSS);
+	KUNIT_EXPECT_EQ(test, c.st.pushed_timeout, 2ULL);
+	pg_free(&c);
 }
 
 /* insertion keeps the list sorted, whatever the arrival order */
@@ -410,6 +442,7 @@ static struct kunit_case presto_gro_cases[] = {
 	KUNIT_CASE(pg_late_fill_bounded),
 	KUNIT_CASE(pg_recent_merge_holds),
 	KUNIT_CASE(pg_hold_capped),
+	KUNIT_CASE(pg_hold_cap_per_segment),
 	KUNIT_CASE(pg_sorted_insert),
 	KUNIT_CASE(pg_wrap),
 	KUNIT_CASE(pg_drain),
