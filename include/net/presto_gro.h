@@ -90,6 +90,15 @@ enum presto_gro_verdict {
 	PRESTO_HOLD,		/* line 15: wait */
 };
 
+/* The flow a segment belongs to */
+struct presto_gro_key {
+	__be32 saddr[4];
+	__be32 daddr[4];
+	__be16 sport;
+	__be16 dport;
+	u32 family;
+};
+
 /* Pure logic, exported for KUnit */
 bool presto_gro_fc_after(u16 a, u16 b);
 u64 presto_gro_timeout_ns(u64 ewma_ns, const struct presto_gro_params *p);
@@ -104,6 +113,10 @@ enum presto_gro_verdict presto_gro_decide(struct presto_gro_flow *f,
 					  u64 ewma_ns,
 					  const struct presto_gro_params *p,
 					  u64 now);
+#if IS_ENABLED(CONFIG_KUNIT)
+bool presto_gro_parse(const struct sk_buff *skb, struct presto_gro_key *k,
+		      u32 *seq, u32 *len, u8 *flags);
+#endif
 void presto_gro_flow_insert(struct presto_gro_flow *f, struct sk_buff *skb);
 u64 presto_gro_flow_flush(struct presto_gro_flow *f, u64 *ewma_ns,
 			  const struct presto_gro_params *p, u64 now,

@@ -28,7 +28,9 @@
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 #include <linux/tcp.h>
+#include <kunit/visibility.h>
 #include <net/gro.h>
+#include <net/ipv6.h>
 #include <net/net_namespace.h>
 #include <net/presto_gro.h>
 #include <net/tcp.h>
@@ -315,14 +317,6 @@ EXPORT_SYMBOL_GPL(presto_gro_flow_drain);
 #define PRESTO_GRO_MAX_FLOWS	1024
 #define PRESTO_GRO_IDLE_NS	(1000 * NSEC_PER_MSEC)
 
-struct presto_gro_key {
-	__be32 saddr[4];
-	__be32 daddr[4];
-	__be16 sport;
-	__be16 dport;
-	u32 family;
-};
-
 struct presto_gro_fentry {
 	struct hlist_node node;
 	struct presto_gro_key key;
@@ -361,9 +355,18 @@ static struct presto_gro_dev *presto_gro_dev_rcu(const struct net_device *dev)
 	return NULL;
 }
 
-static bool presto_gro_parse(const struct sk_buff *skb,
-			     struct presto_gro_key *k, u32 *seq, u32 *len,
-			     u8 *flags)
+/*
+ * The flow key, sequence number, sequence space (payload) and flags of a
+ * TCP segment at skb->data.  GRO aggregates beyond 64 KB (BIG TCP) are
+ * parsed too, or they would go up ahead of their flow's held segments:
+ * IPv4 with tot_len 0 and IPv6 with payload_len 0, bare or behind the
+ * hop-by-hop jumbo header that ipv6_gro_complete() inserts, taking their
+ * length from the skb.  Those forms are accepted only on GSO skbs, as
+ * iph_totlen() does.
+ */
+VISIBLE_IF_KUNIT bool presto_gro_parse(const struct sk_buff *skb,
+				       struct presto_gro_key *k, u32 *seq,
+				       u32 *len, u8 *flags)
 {
 	unsigned int hl, l3len;
 	struct tcphdr _th;
@@ -380,7 +383,7 @@ static bool presto_gro_parse(const struct sk_buff *skb,
 		    (iph->frag_off & htons(IP_MF | IP_OFFSET)))
 			return false;
 		hl = iph->ihl * 4;
-		l3len = ntohs(iph->tot_len);
+		l3len = iph_totlen(skb, iph);
 		k->saddr[0] = iph->saddr;
 		k->daddr[0] = iph->daddr;
 		k->family = AF_INET;
@@ -389,11 +392,31 @@ static bool presto_gro_parse(const struct sk_buff *skb,
 		const struct ipv6hdr *ip6h;
 
 		ip6h = skb_header_pointer(skb, 0, sizeof(_ip6h), &_ip6h);
-		if (!ip6h || ip6h->version != 6 ||
-		    ip6h->nexthdr != IPPROTO_TCP || !ip6h->payload_len)
+		if (!ip6h || ip6h->version != 6)
 			return false;
 		hl = sizeof(*ip6h);
-		l3len = hl + ntohs(ip6h->payload_len);
+		if (ip6h->payload_len) {
+			if (ip6h->nexthdr != IPPROTO_TCP)
+				return false;
+			l3len = hl + ntohs(ip6h->payload_len);
+		} else if (!skb_is_gso(skb)) {
+			return false;
+		} else if (ip6h->nexthdr == IPPROTO_TCP) {
+			l3len = skb->len;
+		} else if (ip6h->nexthdr == NEXTHDR_HOP) {
+			struct hop_jumbo_hdr _jh;
+			const struct hop_jumbo_hdr *jh;
+
+			jh = skb_header_pointer(skb, hl, sizeof(_jh), &_jh);
+			if (!jh || jh->nexthdr != IPPROTO_TCP || jh->hdrlen ||
+			    jh->tlv_type != IPV6_TLV_JUMBO || jh->tlv_len != 4)
+				return false;
+			l3len = hl + min_t(u32, ntohl(jh->jumbo_payload_len),
+					   skb->len);
+			hl += sizeof(*jh);
+		} else {
+			return false;
+		}
 		memcpy(k->saddr, &ip6h->saddr, 16);
 		memcpy(k->daddr, &ip6h->daddr, 16);
 		k->family = AF_INET6;
@@ -413,6 +436,7 @@ static bool presto_gro_parse(const struct sk_buff *skb,
 	*flags = ((u8 *)th)[13];
 	return true;
 }
+EXPORT_SYMBOL_IF_KUNIT(presto_gro_parse);
 
 static u32 presto_gro_key_hash(const struct presto_gro_key *k)
 {

@@ -2,12 +2,20 @@
 /* KUnit tests of Presto GRO's flush decision (include/net/presto_gro.h):
  * every branch of Algorithm 1 over crafted segment lists (real skbs on a
  * flow's list, the code the receive path runs), sequence number and
- * flowcell ID wrap, and the EWMA and timeout arithmetic.
+ * flowcell ID wrap, the EWMA and timeout arithmetic, and the parser of
+ * segments (BIG TCP aggregates included).
  */
 
 #include <kunit/test.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/skbuff.h>
+#include <linux/tcp.h>
+#include <net/ipv6.h>
 #include <net/presto_gro.h>
+#include <net/tcp.h>
+
+MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);
 
 #define US	NSEC_PER_USEC
 #define MSS	1448
@@ -433,6 +441,108 @@ static void pg_ewma_timeout_arith(struct kunit *test)
 			10000ULL * US);
 }
 
+/* A TCP segment of @payload bytes at the network header: IPv4, IPv6, or
+ * IPv6 behind the hop-by-hop jumbo header; @big: the length field is 0
+ * (BIG TCP), @gso: a GRO aggregate of 1448-byte segments.
+ */
+enum pg_l3 { PG_V4, PG_V6, PG_V6_JUMBO };
+
+static struct sk_buff *pg_tcp_skb(struct kunit *test, enum pg_l3 l3,
+				  u32 payload, bool big, bool gso)
+{
+	unsigned int hl = l3 == PG_V4 ? sizeof(struct iphdr) :
+			  sizeof(struct ipv6hdr) +
+			  (l3 == PG_V6_JUMBO ? sizeof(struct hop_jumbo_hdr) : 0);
+	unsigned int len = hl + sizeof(struct tcphdr) + payload;
+	struct sk_buff *skb = alloc_skb(len, GFP_KERNEL);
+	struct tcphdr *th;
+
+	KUNIT_ASSERT_NOT_NULL(test, skb);
+	skb_put_zero(skb, len);
+	skb_reset_network_header(skb);
+	if (l3 == PG_V4) {
+		struct iphdr *iph = ip_hdr(skb);
+
+		skb->protocol = htons(ETH_P_IP);
+		iph->version = 4;
+		iph->ihl = 5;
+		iph->protocol = IPPROTO_TCP;
+		iph->tot_len = big ? 0 : htons(len);
+		iph->saddr = htonl(0x0a000001);
+		iph->daddr = htonl(0x0a000002);
+	} else {
+		struct ipv6hdr *ip6h = ipv6_hdr(skb);
+
+		skb->protocol = htons(ETH_P_IPV6);
+		ip6h->version = 6;
+		ip6h->nexthdr = IPPROTO_TCP;
+		ip6h->payload_len = big ? 0 : htons(len - sizeof(*ip6h));
+		ip6h->saddr.s6_addr[15] = 1;
+		ip6h->daddr.s6_addr[15] = 2;
+		if (l3 == PG_V6_JUMBO) {
+			struct hop_jumbo_hdr *jh = (void *)(ip6h + 1);
+
+			ip6h->nexthdr = NEXTHDR_HOP;
+			jh->nexthdr = IPPROTO_TCP;
+			jh->tlv_type = IPV6_TLV_JUMBO;
+			jh->tlv_len = 4;
+			jh->jumbo_payload_len = htonl(len - sizeof(*ip6h));
+		}
+	}
+	th = (struct tcphdr *)(skb->data + hl);
+	th->source = htons(1000);
+	th->dest = htons(80);
+	th->seq = htonl(12345);
+	th->doff = 5;
+	th->ack = 1;
+	if (gso) {
+		skb_shinfo(skb)->gso_size = 1448;
+		skb_shinfo(skb)->gso_segs = DIV_ROUND_UP(payload, 1448);
+		skb_shinfo(skb)->gso_type = l3 == PG_V4 ? SKB_GSO_TCPV4 :
+						       SKB_GSO_TCPV6;
+	}
+	return skb;
+}
+
+static void pg_parse_expect(struct kunit *test, enum pg_l3 l3, u32 payload,
+			    bool big, bool gso, bool ok)
+{
+	struct sk_buff *skb = pg_tcp_skb(test, l3, payload, big, gso);
+	struct presto_gro_key k;
+	u32 seq = 0, len = 0;
+	u8 flags = 0;
+
+	KUNIT_EXPECT_EQ(test, presto_gro_parse(skb, &k, &seq, &len, &flags),
+			ok);
+	if (ok) {
+		KUNIT_EXPECT_EQ(test, len, payload);
+		KUNIT_EXPECT_EQ(test, seq, 12345U);
+		KUNIT_EXPECT_EQ(test, flags, (u8)TCPHDR_ACK);
+		KUNIT_EXPECT_EQ(test, k.sport, htons(1000));
+		KUNIT_EXPECT_EQ(test, k.family,
+				l3 == PG_V4 ? (u32)AF_INET : (u32)AF_INET6);
+	}
+	kfree_skb(skb);
+}
+
+/* BIG TCP aggregates (185000-byte GRO, payload beyond 64 KB) are parsed
+ * with their real length, so they are resequenced, not pushed up ahead
+ * of held segments; length 0 on a skb that is not an aggregate is not.
+ */
+static void pg_parse_big_tcp(struct kunit *test)
+{
+	pg_parse_expect(test, PG_V4, 1448, false, false, true);
+	pg_parse_expect(test, PG_V6, 1448, false, false, true);
+	pg_parse_expect(test, PG_V4, 45 * 1448, false, true, true);
+	pg_parse_expect(test, PG_V4, 127 * 1448, true, true, true);
+	pg_parse_expect(test, PG_V6, 127 * 1448, true, true, true);
+	pg_parse_expect(test, PG_V6_JUMBO, 127 * 1448, true, true, true);
+	/* length 0 outside GRO: not a segment */
+	pg_parse_expect(test, PG_V4, 1448, true, false, false);
+	pg_parse_expect(test, PG_V6, 1448, true, false, false);
+	pg_parse_expect(test, PG_V6_JUMBO, 1448, true, false, false);
+}
+
 static struct kunit_case presto_gro_cases[] = {
 	KUNIT_CASE(pg_same_flowcell),
 	KUNIT_CASE(pg_loss_inside_flowcell),
@@ -447,6 +557,7 @@ static struct kunit_case presto_gro_cases[] = {
 	KUNIT_CASE(pg_wrap),
 	KUNIT_CASE(pg_drain),
 	KUNIT_CASE(pg_ewma_timeout_arith),
+	KUNIT_CASE(pg_parse_big_tcp),
 	{}
 };
 
