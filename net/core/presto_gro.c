@@ -858,6 +858,15 @@ static ssize_t presto_gro_store(struct device *d, struct device_attribute *a,
 	default:
 		return -EINVAL;
 	}
+	/*
+	 * How many skbs a flow may hold, and for how long, bound the memory
+	 * a peer can pin: above the defaults only for the host's own admin,
+	 * not root of a user namespace that owns the device's namespace.
+	 */
+	if (((pa->field == PG_MAXSEGS && v > PRESTO_GRO_MAX_SEGS_DEFAULT) ||
+	     (pa->field == PG_TMAX && v > PRESTO_GRO_TMAX_US_DEFAULT)) &&
+	    !capable(CAP_NET_ADMIN))
+		return -EPERM;
 	mutex_lock(&presto_gro_mutex);
 	if (dev->reg_state != NETREG_REGISTERED) {
 		mutex_unlock(&presto_gro_mutex);

@@ -303,3 +303,46 @@ def test_swapped_flowcells_hidden_from_tcp(lab, v6):
     assert c["pushed_timeout"] == 0 and c["pushed_loss"] == 0, c
     assert on == 0, f"TCP queued {on} segments out of order with Presto GRO ({c})"
     assert c["ewma_us"] > 0, c
+
+
+def test_user_namespace_cannot_raise_held_memory():
+    """Root of a user namespace that owns a device's network namespace may
+    configure Presto GRO there, lower its limits and set them back to the
+    defaults, but not raise max_segs or timeout_max_us above the defaults:
+    those bound the memory a peer can pin (EPERM)."""
+    # the initial namespace's admin may raise them
+    sh("ip link add pgu2 type veth peer name pgu3")
+    try:
+        for name, v in (("max_segs", 256), ("timeout_max_us", 20000)):
+            with open(f"/sys/class/net/pgu2/presto_gro/{name}", "w") as f:
+                f.write(str(v))
+            with open(f"/sys/class/net/pgu2/presto_gro/{name}") as f:
+                assert int(f.read()) == v
+    finally:
+        sh("ip link del pgu2")
+    script = r"""
+set -e
+ip link add pgu0 type veth peer name pgu1
+mount -t sysfs sysfs /sys
+d=/sys/class/net/pgu0/presto_gro
+try() { if echo "$2" > "$d/$1" 2>/dev/null; then echo "$1=$2 ok"; else echo "$1=$2 refused"; fi; }
+try enabled 1
+try alpha 3
+try max_segs 64
+try max_segs 128
+try max_segs 129
+try timeout_max_us 5000
+try timeout_max_us 10000
+try timeout_max_us 10001
+echo "max_segs $(cat $d/max_segs) timeout_max_us $(cat $d/timeout_max_us)"
+"""
+    p = subprocess.run(["unshare", "-Urnm", "sh", "-c", script], capture_output=True,
+                       text=True, timeout=60)
+    if p.returncode and "unshare failed: Invalid argument" in p.stderr:
+        pytest.skip("this kernel has no user namespaces (CONFIG_USER_NS is off)")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.split("\n")
+    assert lines[:8] == ["enabled=1 ok", "alpha=3 ok", "max_segs=64 ok", "max_segs=128 ok",
+                         "max_segs=129 refused", "timeout_max_us=5000 ok",
+                         "timeout_max_us=10000 ok", "timeout_max_us=10001 refused"], p.stdout
+    assert lines[8] == "max_segs 128 timeout_max_us 10000", p.stdout
