@@ -559,6 +559,11 @@ bool presto_gro_receive(struct napi_struct *napi, struct sk_buff *skb,
 	ctl = flags & (TCPHDR_SYN | TCPHDR_RST | TCPHDR_URG);
 	if (flags & TCPHDR_FIN)
 		len++;
+	if (!ctl && !len) {
+		/* a pure ACK: nothing to resequence, nothing to reset */
+		rcu_read_unlock();
+		return false;
+	}
 	hash = presto_gro_key_hash(&k);
 	now = ktime_get_ns();
 
@@ -568,14 +573,14 @@ bool presto_gro_receive(struct napi_struct *napi, struct sk_buff *skb,
 		rcu_read_unlock();
 		return false;
 	}
-	if (ctl || !len) {
-		/* control segments and pure ACKs are not resequenced; what
-		 * the flow holds goes up first when the segment resets it
+	if (ctl) {
+		/* control segments are not resequenced; what the flow holds
+		 * goes up first when the segment resets it
 		 */
 		fe = presto_gro_flow_get(pd, &k, hash, false, now, &out);
 		if (fe && (flags & (TCPHDR_SYN | TCPHDR_RST)))
 			presto_gro_free_flow(pd, fe, &out);
-		else if (fe && ctl)
+		else if (fe)
 			presto_gro_flow_drain(&fe->flow, &out, &pd->st);
 		spin_unlock(&pd->lock);
 		rcu_read_unlock();
