@@ -90,13 +90,14 @@ enum presto_gro_verdict {
 	PRESTO_HOLD,		/* line 15: wait */
 };
 
-/* The flow a segment belongs to */
+/* The flow a segment belongs to: the 4-tuple on one VLAN */
 struct presto_gro_key {
 	__be32 saddr[4];
 	__be32 daddr[4];
 	__be16 sport;
 	__be16 dport;
-	u32 family;
+	u16 family;
+	u16 vlan;		/* VLAN ID of an accelerated tag, or 0 */
 };
 
 /* Pure logic, exported for KUnit */

@@ -19,6 +19,7 @@
 #include <linux/hrtimer.h>
 #include <linux/if_arp.h>
 #include <linux/if_ether.h>
+#include <linux/if_vlan.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/jhash.h>
@@ -431,6 +432,8 @@ VISIBLE_IF_KUNIT bool presto_gro_parse(const struct sk_buff *skb,
 		return false;
 	k->sport = th->source;
 	k->dport = th->dest;
+	if (skb_vlan_tag_present(skb))
+		k->vlan = skb_vlan_tag_get_id(skb);
 	*seq = ntohl(th->seq);
 	*len = l3len - hl - th->doff * 4;
 	*flags = ((u8 *)th)[13];

@@ -7,6 +7,7 @@
  */
 
 #include <kunit/test.h>
+#include <linux/if_vlan.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/skbuff.h>
@@ -520,7 +521,7 @@ static void pg_parse_expect(struct kunit *test, enum pg_l3 l3, u32 payload,
 		KUNIT_EXPECT_EQ(test, flags, (u8)TCPHDR_ACK);
 		KUNIT_EXPECT_EQ(test, k.sport, htons(1000));
 		KUNIT_EXPECT_EQ(test, k.family,
-				l3 == PG_V4 ? (u32)AF_INET : (u32)AF_INET6);
+				l3 == PG_V4 ? (u16)AF_INET : (u16)AF_INET6);
 	}
 	kfree_skb(skb);
 }
@@ -543,6 +544,33 @@ static void pg_parse_big_tcp(struct kunit *test)
 	pg_parse_expect(test, PG_V6_JUMBO, 1448, true, false, false);
 }
 
+/* The same 4-tuple on two VLANs is two flows (the tag GRO left in
+ * skb->vlan_tci is part of the key); untagged is a third.
+ */
+static void pg_parse_vlan(struct kunit *test)
+{
+	struct presto_gro_key k[3];
+	u32 seq, len;
+	u8 flags;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		struct sk_buff *skb = pg_tcp_skb(test, PG_V4, 100, false,
+						 false);
+
+		if (i)
+			__vlan_hwaccel_put_tag(skb, htons(ETH_P_8021Q), 10 * i);
+		KUNIT_EXPECT_TRUE(test, presto_gro_parse(skb, &k[i], &seq,
+							 &len, &flags));
+		kfree_skb(skb);
+	}
+	KUNIT_EXPECT_EQ(test, k[0].vlan, (u16)0);
+	KUNIT_EXPECT_EQ(test, k[1].vlan, (u16)10);
+	KUNIT_EXPECT_EQ(test, k[2].vlan, (u16)20);
+	KUNIT_EXPECT_NE(test, memcmp(&k[0], &k[1], sizeof(k[0])), 0);
+	KUNIT_EXPECT_NE(test, memcmp(&k[1], &k[2], sizeof(k[0])), 0);
+}
+
 static struct kunit_case presto_gro_cases[] = {
 	KUNIT_CASE(pg_same_flowcell),
 	KUNIT_CASE(pg_loss_inside_flowcell),
@@ -558,6 +586,7 @@ static struct kunit_case presto_gro_cases[] = {
 	KUNIT_CASE(pg_drain),
 	KUNIT_CASE(pg_ewma_timeout_arith),
 	KUNIT_CASE(pg_parse_big_tcp),
+	KUNIT_CASE(pg_parse_vlan),
 	{}
 };
 
