@@ -441,9 +441,15 @@ VISIBLE_IF_KUNIT bool presto_gro_parse(const struct sk_buff *skb,
 }
 EXPORT_SYMBOL_IF_KUNIT(presto_gro_parse);
 
+static u32 presto_gro_hash_seed __read_mostly;
+
+/* Seeded once per boot, so a peer cannot aim its flows at one bucket */
 static u32 presto_gro_key_hash(const struct presto_gro_key *k)
 {
-	return jhash2((const u32 *)k, sizeof(*k) / sizeof(u32), 0);
+	net_get_random_once(&presto_gro_hash_seed,
+			    sizeof(presto_gro_hash_seed));
+	return jhash2((const u32 *)k, sizeof(*k) / sizeof(u32),
+		      presto_gro_hash_seed);
 }
 
 static void presto_gro_free_flow(struct presto_gro_dev *pd,
