@@ -2,11 +2,10 @@
 
 tdc comes from the patched kernel tree (the newest ~/.cache/dcnet/*/linux,
 or DCNET_KSRC); callers skip when there is none.  run_tdc() copies tdc to
-a scratch directory with only the suites asked for, gives nsPlugin time
-for a new netns to appear (its 2 s are not enough for a debug kernel under
-TCG on a loaded host: every case then fails at setup), runs it with the
-project's tc (DCNET_TC) and the toolbox's sh and ip (boxed()), keeps the TAP output in DCNET_OUT and asserts
-that no case failed.
+a scratch directory with only the suites asked for, makes nsPlugin run its
+namespace commands one at a time (synced()), runs it with the project's tc
+(DCNET_TC) and the toolbox's sh and ip (boxed()), keeps the TAP output in
+DCNET_OUT and asserts that no case failed.
 """
 import glob
 import os
@@ -16,6 +15,23 @@ import subprocess
 import sys
 
 NS_TICKS = 600      # 0.1 s each: nsPlugin waits up to 60 s for a netns
+
+# nsPlugin (without pyroute2) writes its namespace commands into one
+# background `ip -b -` and returns at once; it then only waits for the file
+# /run/netns/NAME.  `ip netns add` creates that file before it bind-mounts
+# the namespace on it, and a case's `netns delete` and the next case's
+# `netns add` of the same name are still queued when the old file is
+# found: under load, a case's first `ip netns exec` then fails with
+# "setting the network namespace ... failed: Invalid argument".  Run each
+# command to completion instead, and fail on the first one that fails.
+NS_BATCHED = """        proc = self._proc
+
+        proc.stdin.write((command + '\\n').encode())
+        proc.stdin.flush()
+"""
+NS_SYNCED = """        ip = self._replace_keywords('$IP')
+        subprocess.run(ip + ' ' + command, shell=True, env=ENVIR, check=True)
+"""
 
 
 def tdc_dir():
@@ -51,6 +67,16 @@ def boxed(work):
                  .replace("ENVIR = { }", f"ENVIR = {{'PATH': {path!r}, 'LC_ALL': 'C'}}"))
 
 
+def synced(work):
+    """nsPlugin's commands, each run to completion (see NS_BATCHED)"""
+    ns = work / "plugin-lib" / "nsPlugin.py"
+    text = ns.read_text()
+    assert "ticks = 20\n" in text, "nsPlugin's netns wait changed: update tdc_tools"
+    assert NS_BATCHED in text, "nsPlugin's batched commands changed: update tdc_tools"
+    ns.write_text(text.replace("ticks = 20\n", f"ticks = {NS_TICKS}\n")
+                  .replace(NS_BATCHED, NS_SYNCED))
+
+
 def run_tdc(src, tmp_path, suites, tap_name, timeout):
     """suites: [(path of a JSON suite, its name under tc-tests/qdiscs)];
     returns the names of the cases that passed"""
@@ -58,10 +84,7 @@ def run_tdc(src, tmp_path, suites, tap_name, timeout):
     assert tc and os.path.exists(tc), "the patched tc was not built (make iproute2)"
     work = tmp_path / "tc-testing"
     shutil.copytree(src, work, ignore=shutil.ignore_patterns("tc-tests"))
-    ns = work / "plugin-lib" / "nsPlugin.py"
-    text = ns.read_text()
-    assert "ticks = 20\n" in text, "nsPlugin's netns wait changed: update tdc_tools"
-    ns.write_text(text.replace("ticks = 20\n", f"ticks = {NS_TICKS}\n"))
+    synced(work)
     boxed(work)
     os.makedirs(work / "tc-tests" / "qdiscs")
     files = []
