@@ -327,22 +327,24 @@ void ovs_flowcell_free(struct datapath *dp)
 	dp->flowcell = NULL;
 }
 
-/* Writes the low 16 bits of the flowcell ID into bytes 4-5 of the Ethernet
- * source address of the packet and of its flow key (as set_eth_addr()).
+/* Writes the stamp into bytes 2-5 of the Ethernet source address of the
+ * packet and of its flow key (as set_eth_addr()): the tag that tells the
+ * receiver's Presto GRO the frame is stamped, then the low 16 bits of the
+ * flowcell ID, both big endian.
  */
 static int ovs_flowcell_stamp(struct sk_buff *skb, struct sw_flow_key *key,
 			      u16 id)
 {
-	__be16 be = htons(id);
+	__be16 stamp[2] = { htons(OVS_FLOWCELL_STAMP_TAG), htons(id) };
 	int err;
 
 	err = skb_ensure_writable(skb, ETH_HLEN);
 	if (unlikely(err))
 		return err;
 	skb_postpull_rcsum(skb, eth_hdr(skb), ETH_ALEN * 2);
-	memcpy(eth_hdr(skb)->h_source + ETH_ALEN - 2, &be, sizeof(be));
+	memcpy(eth_hdr(skb)->h_source + 2, stamp, sizeof(stamp));
 	skb_postpush_rcsum(skb, eth_hdr(skb), ETH_ALEN * 2);
-	memcpy(key->eth.src + ETH_ALEN - 2, &be, sizeof(be));
+	memcpy(key->eth.src + 2, stamp, sizeof(stamp));
 	return 0;
 }
 

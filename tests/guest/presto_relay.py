@@ -2,9 +2,10 @@
 
 Runs in the middle namespace of tests/guest/test_presto_gro.py: frames
 from IN go to OUT and back unchanged, except TCP segments IN -> OUT,
-which get the flowcell ID (1 + payload bytes so far // 64 KB, as the
-Presto sender counts) in bytes 4-5 of the source MAC, big endian, and
-then take one of two "paths":
+which get the stamp the Presto sender writes into bytes 2-5 of the source
+MAC, big endian: the tag 0xfcce, then the flowcell ID (1 + payload bytes
+so far // 64 KB, as the Presto sender counts); they then take one of two
+"paths":
 
   --mode none     both paths immediate
   --mode reorder  even flowcells are delayed by --delay-ms (the slow
@@ -32,6 +33,7 @@ SO_RCVBUFFORCE = 33
 SOL_PACKET = 263
 PACKET_STATISTICS = 6
 CELL = 65536
+STAMP_TAG = 0xfcce          # OVS_FLOWCELL_STAMP_TAG
 
 
 def tcp_payload(frame):
@@ -110,7 +112,7 @@ def main():
             st["tcp"] += 1
             st["cells"] = cell
             f = bytearray(frame)
-            f[10:12] = struct.pack("!H", cell & 0xFFFF)
+            f[8:12] = struct.pack("!HH", STAMP_TAG, cell & 0xFFFF)
             idx = per_cell[cell]
             if log:
                 off = 14 + ((frame[14] & 0xF) * 4 if frame[12:14] == b"\x08\x00" else 40)

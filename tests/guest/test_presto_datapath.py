@@ -238,8 +238,12 @@ def dp():
     d.close()
 
 
+STAMP_TAG = b"\xfc\xce"     # OVS_FLOWCELL_STAMP_TAG, source MAC bytes 2-3
+
+
 def cell_of(packet):
-    assert packet[6:10] == SRC_MAC[:4], "only the source MAC's low 16 bits may change"
+    assert packet[6:8] == SRC_MAC[:2], "only the source MAC's bytes 2-5 may change"
+    assert packet[8:10] == STAMP_TAG, "a stamped frame carries the tag"
     return struct.unpack("!H", packet[10:12])[0]
 
 
@@ -255,9 +259,9 @@ def test_flowcells_consecutive_hashes_and_mac(dp, v6):
     h0 = hashes[0]
     for h, c in zip(hashes, cells):
         assert (h - h0) & 0x7fffffff == c
-    # Everything but the source MAC's low bytes is untouched.
+    # Everything but the stamp (source MAC bytes 2-5) is untouched.
     for _, p in seen:
-        assert p[:10] == tcp_packet(v6)[:10] and p[12:] == tcp_packet(v6)[12:]
+        assert p[:8] == tcp_packet(v6)[:8] and p[12:] == tcp_packet(v6)[12:]
     # A TSO-sized packet (one skb, 20000 bytes of payload) is one decision,
     # never split: each fills a flowcell of its own (3, then 4).
     big = [dp.execute(tcp_packet(v6, payload=20000)) for _ in range(2)]
