@@ -5,11 +5,12 @@
  * Fast Datacenter Networks", SIGCOMM 2015, Sec. 3.2, Algorithm 1).
  *
  * The sender stamps a flowcell ID, one per 64 KB flowcell and increasing
- * per flow, into the low 16 bits of the Ethernet source MAC.  Stock GRO
- * compares the whole Ethernet header, so merged segments leave it per
- * flowcell; napi_gro_complete() and the GRO_NORMAL paths hand them to
- * presto_gro_receive(), which keeps a per-flow sorted list and pushes
- * segments up by Algorithm 1.
+ * per flow, into the Ethernet source MAC: bytes 2-3 carry the tag
+ * PRESTO_GRO_STAMP_TAG that marks a stamped frame, bytes 4-5 the low 16
+ * bits of the ID, big endian.  Stock GRO compares the whole Ethernet
+ * header, so merged segments leave it per flowcell; napi_gro_complete()
+ * and the GRO_NORMAL paths hand them to presto_gro_receive(), which keeps
+ * a per-flow sorted list and pushes segments up by Algorithm 1.
  */
 #ifndef _NET_PRESTO_GRO_H
 #define _NET_PRESTO_GRO_H
@@ -18,6 +19,7 @@
 #include <linux/list.h>
 #include <linux/skbuff.h>
 #include <linux/jump_label.h>
+#include <linux/openvswitch.h>
 
 struct napi_struct;
 struct attribute_group;
@@ -38,6 +40,9 @@ struct presto_gro_params {
 #define PRESTO_GRO_MAX_SEGS_DEFAULT	128
 #define PRESTO_GRO_EWMA_SHIFT		3	/* gain 1/8 */
 
+/* Bytes 2-3 of the source MAC of a stamped frame (big endian) */
+#define PRESTO_GRO_STAMP_TAG		OVS_FLOWCELL_STAMP_TAG
+
 /* Per-skb state while it sits in a flow's list (in skb->cb) */
 struct presto_gro_seg {
 	u32 seq;		/* first sequence number */
@@ -46,6 +51,7 @@ struct presto_gro_seg {
 	u32 gro_count;		/* MTU packets merged into it */
 	u16 fcid;		/* flowcell ID */
 	u8 held;		/* PRESTO_HELD_*: waited at least once */
+	u8 untagged;		/* no stamp: fcid means nothing */
 };
 
 #define PRESTO_HELD_BEHIND	1	/* behind a held segment */
@@ -66,6 +72,9 @@ struct presto_gro_stats {
 	u64 pushed_evicted;	/* flow or list limit, device down, disable */
 	u64 reorder_events;	/* boundary gaps filled without loss */
 	u64 late_fills;		/* of those, filled after their hold timed out */
+	u64 untagged;		/* data segments without a flowcell stamp */
+	u64 restarts;		/* new data under an older ID: IDs restarted */
+	u64 expired;		/* flows idle so long their ID was forgotten */
 };
 
 /* Per-flow state of Algorithm 1 */
@@ -74,6 +83,7 @@ struct presto_gro_flow {
 	u16 last_fc;		/* f.lastFlowcell */
 	u8 valid;		/* exp_seq/last_fc initialised */
 	u8 late;		/* a boundary gap timed out, not yet filled */
+	u8 rebase;		/* last_fc forgotten: the next ID sets it */
 	u32 late_end;		/* where that gap ended */
 	u64 late_since;		/* arrival of the segment that timed out */
 	u32 nsegs;
@@ -102,6 +112,8 @@ struct presto_gro_key {
 
 /* Pure logic, exported for KUnit */
 bool presto_gro_fc_after(u16 a, u16 b);
+bool presto_gro_restarted(const struct presto_gro_flow *f,
+			  const struct presto_gro_seg *s);
 u64 presto_gro_timeout_ns(u64 ewma_ns, const struct presto_gro_params *p);
 u64 presto_gro_ewma_update(u64 ewma_ns, u64 sample_ns);
 u64 presto_gro_sample_ns(u64 d, const struct presto_gro_params *p);

@@ -29,6 +29,7 @@
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 #include <linux/tcp.h>
+#include <linux/unaligned.h>
 #include <kunit/visibility.h>
 #include <net/gro.h>
 #include <net/ipv6.h>
@@ -46,6 +47,50 @@ bool presto_gro_fc_after(u16 a, u16 b)
 	return (s16)(a - b) > 0;
 }
 EXPORT_SYMBOL_GPL(presto_gro_fc_after);
+
+/*
+ * New data under an older flowcell ID: the sender's IDs restarted (its
+ * flow state was evicted or expired, or the flow moved to another input
+ * port).  An older flowcell's data was sent before all of a newer one's,
+ * so a genuine late segment starts before expSeq, the highest sequence
+ * number pushed up; one at or after it is from a new run of IDs.
+ */
+bool presto_gro_restarted(const struct presto_gro_flow *f,
+			  const struct presto_gro_seg *s)
+{
+	return f->valid && !s->untagged && s->fcid != f->last_fc &&
+	       !presto_gro_fc_after(s->fcid, f->last_fc) &&
+	       !before(s->seq, f->exp_seq);
+}
+EXPORT_SYMBOL_GPL(presto_gro_restarted);
+
+/*
+ * Before a segment's decision: one without a stamp belongs to the flow's
+ * current flowcell (its MAC bytes are no ID); one whose ID restarted, or
+ * the first after the flow's ID was forgotten, starts a new run of IDs:
+ * lastFlowcell becomes the ID before it, so it is the next flowcell, in
+ * order or held at a gap, as Algorithm 1 decides.
+ */
+static void presto_gro_rebase(struct presto_gro_flow *f,
+			      struct presto_gro_seg *s,
+			      struct presto_gro_stats *st)
+{
+	if (s->untagged) {
+		if (f->valid)
+			s->fcid = f->last_fc;
+		else
+			f->rebase = 1;
+		return;
+	}
+	if (f->valid && f->rebase)
+		f->rebase = 0;
+	else if (presto_gro_restarted(f, s))
+		st->restarts++;
+	else
+		return;
+	f->last_fc = s->fcid - 1;
+	f->late = 0;
+}
 
 /* alpha * EWMA, clamped to [timeout_min_us, timeout_max_us] */
 u64 presto_gro_timeout_ns(u64 ewma_ns, const struct presto_gro_params *p)
@@ -223,6 +268,7 @@ u64 presto_gro_flow_flush(struct presto_gro_flow *f, u64 *ewma_ns,
 		u64 run_last = s->arrival_ns;
 		u64 first = s->arrival_ns;
 
+		presto_gro_rebase(f, s, st);
 		if (f->valid && s->fcid != f->last_fc &&
 		    presto_gro_fc_after(s->fcid, f->last_fc)) {
 			run_last = presto_gro_run_last(f, skb);
@@ -301,7 +347,8 @@ void presto_gro_flow_drain(struct presto_gro_flow *f, struct list_head *out,
 
 		if (f->valid && after(s->end_seq, f->exp_seq)) {
 			f->exp_seq = s->end_seq;
-			f->last_fc = s->fcid;
+			if (!s->untagged)
+				f->last_fc = s->fcid;
 		}
 		list_move_tail(&skb->list, out);
 		st->pushed_evicted++;
@@ -317,6 +364,9 @@ EXPORT_SYMBOL_GPL(presto_gro_flow_drain);
 #define PRESTO_GRO_FLOW_BITS	8
 #define PRESTO_GRO_MAX_FLOWS	1024
 #define PRESTO_GRO_IDLE_NS	(1000 * NSEC_PER_MSEC)
+/* The sender forgets a flow idle this long and restarts its IDs at 0 */
+#define PRESTO_GRO_FORGET_NS	((u64)OVS_FLOWCELL_IDLE_MSECS_DEFAULT * \
+				 NSEC_PER_MSEC)
 
 struct presto_gro_fentry {
 	struct hlist_node node;
@@ -548,6 +598,7 @@ bool presto_gro_receive(struct napi_struct *napi, struct sk_buff *skb,
 	u64 now, next = 0;
 	LIST_HEAD(out);
 	struct sk_buff *p, *tmp;
+	const u8 *src;
 	bool ctl;
 	u8 flags;
 
@@ -613,7 +664,20 @@ bool presto_gro_receive(struct napi_struct *napi, struct sk_buff *skb,
 	s->end_seq = seq + len;
 	s->arrival_ns = now;
 	s->gro_count = segs;
-	s->fcid = (eth_hdr(skb)->h_source[4] << 8) | eth_hdr(skb)->h_source[5];
+	src = eth_hdr(skb)->h_source;
+	if (get_unaligned_be16(src + 2) == PRESTO_GRO_STAMP_TAG) {
+		s->fcid = get_unaligned_be16(src + 4);
+	} else {
+		s->untagged = 1;
+		pd->st.untagged++;
+	}
+	/* a sender forgets the IDs of a flow idle that long: so does this */
+	if (fe->flow.valid && !fe->flow.nsegs && !fe->flow.rebase &&
+	    now - fe->last_ns > PRESTO_GRO_FORGET_NS) {
+		fe->flow.rebase = 1;
+		fe->flow.late = 0;
+		pd->st.expired++;
+	}
 	fe->last_ns = now;
 	presto_gro_flow_insert(&fe->flow, skb);
 	if (fe->flow.nsegs > pd->p.max_segs)
@@ -767,7 +831,8 @@ static struct notifier_block presto_gro_notifier = {
 enum {
 	PG_ENABLED, PG_ALPHA, PG_BETA, PG_TMIN, PG_TMAX, PG_MAXSEGS,
 	PG_HELD, PG_INORDER, PG_TIMEOUT, PG_LOSS, PG_OLD, PG_EVICTED,
-	PG_REORDER, PG_EWMA, PG_FLOWS, PG_LATE,
+	PG_REORDER, PG_EWMA, PG_FLOWS, PG_LATE, PG_UNTAGGED, PG_RESTARTS,
+	PG_EXPIRED,
 };
 
 struct presto_gro_attr {
@@ -811,6 +876,9 @@ static u64 presto_gro_field(struct presto_gro_dev *pd, int field)
 		[PG_EWMA] = pd ? div_u64(pd->ewma_ns, NSEC_PER_USEC) : 0,
 		[PG_FLOWS] = pd ? pd->nflows : 0,
 		[PG_LATE] = pd ? pd->st.late_fills : 0,
+		[PG_UNTAGGED] = pd ? pd->st.untagged : 0,
+		[PG_RESTARTS] = pd ? pd->st.restarts : 0,
+		[PG_EXPIRED] = pd ? pd->st.expired : 0,
 	};
 
 	if (param)
@@ -930,6 +998,9 @@ PG_RO(reorder_events, PG_REORDER);
 PG_RO(ewma_us, PG_EWMA);
 PG_RO(flows, PG_FLOWS);
 PG_RO(late_fills, PG_LATE);
+PG_RO(untagged, PG_UNTAGGED);
+PG_RO(restarts, PG_RESTARTS);
+PG_RO(expired, PG_EXPIRED);
 
 static struct attribute *presto_gro_attrs[] = {
 	&pg_attr_enabled.attr.attr,
@@ -948,6 +1019,9 @@ static struct attribute *presto_gro_attrs[] = {
 	&pg_attr_ewma_us.attr.attr,
 	&pg_attr_flows.attr.attr,
 	&pg_attr_late_fills.attr.attr,
+	&pg_attr_untagged.attr.attr,
+	&pg_attr_restarts.attr.attr,
+	&pg_attr_expired.attr.attr,
 	NULL,
 };
 

@@ -2,7 +2,8 @@
 /* KUnit tests of Presto GRO's flush decision (include/net/presto_gro.h):
  * every branch of Algorithm 1 over crafted segment lists (real skbs on a
  * flow's list, the code the receive path runs), sequence number and
- * flowcell ID wrap, the EWMA and timeout arithmetic, and the parser of
+ * flowcell ID wrap, restarts of the sender's IDs and frames without a
+ * stamp, the EWMA and timeout arithmetic, and the parser of
  * segments (BIG TCP aggregates included).
  */
 
@@ -41,8 +42,8 @@ static void pg_init(struct pg_ctx *c)
 }
 
 /* a segment of @n MTU packets from @seq in flowcell @fc, arriving at @t */
-static void pg_add(struct kunit *test, struct pg_ctx *c, u32 seq, u32 n,
-		   u16 fc, u64 t)
+static struct presto_gro_seg *pg_add(struct kunit *test, struct pg_ctx *c,
+				     u32 seq, u32 n, u16 fc, u64 t)
 {
 	struct sk_buff *skb = alloc_skb(0, GFP_KERNEL);
 	struct presto_gro_seg *s;
@@ -56,6 +57,7 @@ static void pg_add(struct kunit *test, struct pg_ctx *c, u32 seq, u32 n,
 	s->arrival_ns = t;
 	s->gro_count = n;
 	presto_gro_flow_insert(&c->f, skb);
+	return s;
 }
 
 static u64 pg_flush(struct pg_ctx *c, u64 now)
@@ -424,6 +426,107 @@ static void pg_drain(struct kunit *test)
 	pg_free(&c);
 }
 
+/*
+ * The sender's IDs restart at 0 (its flow state was evicted) while the
+ * receiver's last flowcell is 500.  New data under the older ID is a
+ * restart: flowcell 1, ahead of flowcell 0, is held at the gap as the
+ * next flowcell rather than pushed up as old, and flowcell 0 fills it.
+ * A genuinely late segment of an older flowcell (before expSeq) is still
+ * old.
+ */
+static void pg_restart_resequences(struct kunit *test)
+{
+	struct pg_ctx c;
+	u32 seqs[4];
+
+	pg_init(&c);
+	pg_add(test, &c, 0, 4, 500, 0);
+	pg_flush(&c, 0);
+	pg_out(&c, seqs, 4);
+	/* flowcell 1 of the new run arrives before flowcell 0 */
+	pg_add(test, &c, 8 * MSS, 4, 1, 10 * US);
+	KUNIT_EXPECT_NE(test, pg_flush(&c, 10 * US), 0ULL);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 0);
+	KUNIT_EXPECT_EQ(test, c.st.restarts, 1ULL);
+	KUNIT_EXPECT_EQ(test, c.st.held, 1ULL);
+	pg_add(test, &c, 4 * MSS, 4, 0, 30 * US);
+	KUNIT_EXPECT_EQ(test, pg_flush(&c, 30 * US), 0ULL);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 2);
+	KUNIT_EXPECT_EQ(test, seqs[0], 4U * MSS);
+	KUNIT_EXPECT_EQ(test, seqs[1], 8U * MSS);
+	KUNIT_EXPECT_EQ(test, c.st.pushed_old, 0ULL);
+	KUNIT_EXPECT_EQ(test, c.st.reorder_events, 1ULL);
+	KUNIT_EXPECT_EQ(test, c.st.restarts, 1ULL);
+	KUNIT_EXPECT_EQ(test, c.f.last_fc, (u16)1);
+	/* a late copy of flowcell 0's data: old, no restart */
+	pg_add(test, &c, 4 * MSS, 1, 0, 40 * US);
+	KUNIT_EXPECT_EQ(test, pg_flush(&c, 40 * US), 0ULL);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 1);
+	KUNIT_EXPECT_EQ(test, c.st.pushed_old, 1ULL);
+	KUNIT_EXPECT_EQ(test, c.st.restarts, 1ULL);
+	KUNIT_EXPECT_EQ(test, c.f.last_fc, (u16)1);
+	pg_free(&c);
+}
+
+/*
+ * A frame without the stamp carries no ID: its MAC bytes are neither a
+ * boundary nor an old flowcell.  In sequence it goes up and leaves the
+ * flow's last flowcell alone; at a gap it is a loss inside the current
+ * flowcell, pushed at once, not a hold.
+ */
+static void pg_untagged(struct kunit *test)
+{
+	struct pg_ctx c;
+	u32 seqs[4];
+
+	pg_init(&c);
+	pg_add(test, &c, 0, 4, 7, 0);
+	pg_add(test, &c, 4 * MSS, 4, 0x1234, 1 * US)->untagged = 1;
+	KUNIT_EXPECT_EQ(test, pg_flush(&c, 1 * US), 0ULL);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 2);
+	KUNIT_EXPECT_EQ(test, c.f.last_fc, (u16)7);
+	KUNIT_EXPECT_EQ(test, c.f.exp_seq, 8U * MSS);
+	pg_add(test, &c, 12 * MSS, 4, 0x0001, 2 * US)->untagged = 1;
+	KUNIT_EXPECT_EQ(test, pg_flush(&c, 2 * US), 0ULL);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 1);
+	KUNIT_EXPECT_EQ(test, c.st.pushed_loss, 1ULL);
+	KUNIT_EXPECT_EQ(test, c.st.held, 0ULL);
+	KUNIT_EXPECT_EQ(test, c.st.pushed_old, 0ULL);
+	KUNIT_EXPECT_EQ(test, c.f.last_fc, (u16)7);
+	pg_free(&c);
+}
+
+/*
+ * A flow's ID forgotten (rebase: idle, or its first frames untagged): the
+ * next tagged segment sets the ID base, whatever its ID.  Flowcell 3 at a
+ * gap after last flowcell 500 is held as the next flowcell, not pushed up
+ * as old, and flowcell 2 fills the gap.
+ */
+static void pg_rebase(struct kunit *test)
+{
+	struct pg_ctx c;
+	u32 seqs[4];
+
+	pg_init(&c);
+	pg_add(test, &c, 0, 4, 2, 0)->untagged = 1;
+	pg_flush(&c, 0);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 1);
+	KUNIT_EXPECT_TRUE(test, c.f.rebase);
+	c.f.last_fc = 500;
+	pg_add(test, &c, 8 * MSS, 4, 3, 10 * US);
+	KUNIT_EXPECT_NE(test, pg_flush(&c, 10 * US), 0ULL);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 0);
+	KUNIT_EXPECT_FALSE(test, c.f.rebase);
+	pg_add(test, &c, 4 * MSS, 4, 2, 20 * US);
+	KUNIT_EXPECT_EQ(test, pg_flush(&c, 20 * US), 0ULL);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 2);
+	KUNIT_EXPECT_EQ(test, seqs[0], 4U * MSS);
+	KUNIT_EXPECT_EQ(test, c.f.last_fc, (u16)3);
+	KUNIT_EXPECT_EQ(test, c.st.pushed_old, 0ULL);
+	KUNIT_EXPECT_EQ(test, c.st.restarts, 0ULL);
+	pg_free(&c);
+}
+
 static void pg_ewma_timeout_arith(struct kunit *test)
 {
 	/* first sample initialises, then gain 1/8 both ways */
@@ -584,6 +687,9 @@ static struct kunit_case presto_gro_cases[] = {
 	KUNIT_CASE(pg_sorted_insert),
 	KUNIT_CASE(pg_wrap),
 	KUNIT_CASE(pg_drain),
+	KUNIT_CASE(pg_restart_resequences),
+	KUNIT_CASE(pg_untagged),
+	KUNIT_CASE(pg_rebase),
 	KUNIT_CASE(pg_ewma_timeout_arith),
 	KUNIT_CASE(pg_parse_big_tcp),
 	KUNIT_CASE(pg_parse_vlan),

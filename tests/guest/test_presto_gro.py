@@ -51,7 +51,8 @@ def knob(name, value=None):
 def counters():
     return {n: knob(n) for n in ("held", "pushed_inorder", "pushed_timeout",
                                  "pushed_loss", "pushed_old", "pushed_evicted",
-                                 "reorder_events", "late_fills", "ewma_us")}
+                                 "reorder_events", "late_fills", "untagged",
+                                 "restarts", "expired", "ewma_us")}
 
 
 def ofo():
@@ -122,8 +123,13 @@ def delta(c0):
 
 # --- crafted segments -------------------------------------------------------
 
-def segment(v6, fc, seq, length, dst_mac):
-    src_mac = bytes([0x02, 0x70, 0x72, 0x65]) + struct.pack("!H", fc)
+STAMP_TAG = 0xfcce          # OVS_FLOWCELL_STAMP_TAG: source MAC bytes 2-3
+
+
+def segment(v6, fc, seq, length, dst_mac, tagged=True):
+    """a TCP data segment of flowcell fc as Presto's sender stamps it (or,
+    untagged, a frame whose source MAC bytes 4-5 happen to read fc)"""
+    src_mac = bytes([0x02, 0x70]) + struct.pack("!HH", STAMP_TAG if tagged else 0x7265, fc)
     payload = b"x" * length
     tcp = struct.pack("!HHIIBBHHH", 40000, PORT, seq, 1, 5 << 4, 0x10, 65535, 0, 0) + payload
     if v6:
@@ -147,7 +153,8 @@ def segment(v6, fc, seq, length, dst_mac):
 INJECT = r"""
 import json, os, socket, sys, time
 d = sys.argv[1]
-names = ("held", "pushed_inorder", "pushed_timeout", "pushed_loss")
+names = ("held", "pushed_inorder", "pushed_timeout", "pushed_loss", "pushed_old",
+         "reorder_events", "restarts", "untagged")
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
 s.bind(("m2", 0))
 t0 = time.monotonic()
@@ -221,6 +228,42 @@ def test_timer_releases_a_segment_held_at_a_boundary(lab, v6):
     assert c["pushed_timeout"] == 1, c
     assert c["reorder_events"] == 0 and c["ewma_us"] == lab["ewma_us"], \
         "a timeout is not a reordering sample"
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_restarted_ids_still_resequenced(lab, v6):
+    """The sender's IDs restart at 0 (its state for the flow was evicted or
+    expired) while the receiver's last flowcell is 500: flowcell 1 of the
+    new run, ahead of flowcell 0, waits at the gap as the next flowcell,
+    and flowcell 0 fills it; nothing is pushed up as old."""
+    knob("timeout_min_us", 300000)
+    knob("timeout_max_us", 300000)
+    knob("enabled", 1)
+    mac = rx_mac()
+    c = inject([segment(v6, 500, 1000, 100, mac), segment(v6, 1, 1300, 100, mac)], lab)
+    assert c["elapsed"] < 0.3, c
+    assert c["restarts"] == 1 and c["held"] == 1 and c["pushed_old"] == 0, c
+    c = inject([segment(v6, 0, 1100, 200, mac)], lab)
+    assert c["elapsed"] < 0.3, c
+    assert c["pushed_old"] == 0 and c["pushed_timeout"] == 0, c
+    assert c["reorder_events"] == 1 and c["pushed_inorder"] == 3, c
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_untagged_frames_are_no_flowcell(lab, v6):
+    """A data frame without the stamp (the sender fell back) carries no ID:
+    in sequence it goes up; at a gap it is a loss inside the current
+    flowcell, pushed at once, not an old flowcell nor a boundary hold."""
+    knob("timeout_min_us", 300000)
+    knob("timeout_max_us", 300000)
+    knob("enabled", 1)
+    mac = rx_mac()
+    c = inject([segment(v6, 7, 1000, 100, mac),
+                segment(v6, 1, 1100, 100, mac, tagged=False),
+                segment(v6, 9, 1300, 100, mac, tagged=False)], lab)
+    assert c["untagged"] == 2, c
+    assert c["pushed_inorder"] == 2 and c["pushed_loss"] == 1, c
+    assert c["held"] == 0 and c["pushed_old"] == 0, c
 
 
 # --- a real connection through the relay --------------------------------------
