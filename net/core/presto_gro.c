@@ -572,15 +572,43 @@ static void presto_gro_clear_cb(struct list_head *list)
 		memset(skb->cb, 0, sizeof(struct presto_gro_seg));
 }
 
-/* Outside NAPI (timer, process context): straight to the stack */
+/* Segments delivered per BH section outside NAPI */
+#define PRESTO_GRO_DELIVER_BATCH	64
+
+/*
+ * Outside NAPI (timer, process context): straight to the stack, at most
+ * PRESTO_GRO_DELIVER_BATCH segments per BH section, so that a device going
+ * down with up to 1024 flows x max_segs held does not keep softirqs off
+ * for all of them at once.
+ */
 static void presto_gro_deliver(struct list_head *list)
 {
-	if (list_empty(list))
-		return;
 	presto_gro_clear_cb(list);
-	local_bh_disable();
-	netif_receive_skb_list_internal(list);
-	local_bh_enable();
+	while (!list_empty(list)) {
+		struct sk_buff *skb, *tmp;
+		LIST_HEAD(batch);
+		int n = 0;
+
+		list_for_each_entry_safe(skb, tmp, list, list) {
+			list_move_tail(&skb->list, &batch);
+			if (++n == PRESTO_GRO_DELIVER_BATCH)
+				break;
+		}
+		local_bh_disable();
+		netif_receive_skb_list_internal(&batch);
+		local_bh_enable();
+	}
+}
+
+/* The device goes away: what it held is dropped, not delivered */
+static void presto_gro_drop(struct list_head *list)
+{
+	struct sk_buff *skb, *tmp;
+
+	list_for_each_entry_safe(skb, tmp, list, list) {
+		skb_list_del_init(skb);
+		kfree_skb_reason(skb, SKB_DROP_REASON_DEV_READY);
+	}
 }
 
 /*
@@ -730,9 +758,16 @@ static enum hrtimer_restart presto_gro_timer(struct hrtimer *t)
 	return HRTIMER_NORESTART;
 }
 
-/* Push up everything held (device down); also free flows and stop (off) */
-static void presto_gro_release(struct presto_gro_dev *pd, bool disable)
+enum presto_gro_release_how {
+	PRESTO_GRO_DOWN,	/* push up what is held */
+	PRESTO_GRO_DISABLE,	/* push it up, free the flows, stop */
+	PRESTO_GRO_UNREGISTER,	/* drop it, free the flows, stop */
+};
+
+static void presto_gro_release(struct presto_gro_dev *pd,
+			       enum presto_gro_release_how how)
 {
+	bool disable = how != PRESTO_GRO_DOWN;
 	struct presto_gro_fentry *fe;
 	struct hlist_node *tmp;
 	LIST_HEAD(out);
@@ -750,7 +785,10 @@ static void presto_gro_release(struct presto_gro_dev *pd, bool disable)
 	spin_unlock_bh(&pd->lock);
 	if (disable)
 		hrtimer_cancel(&pd->timer);
-	presto_gro_deliver(&out);
+	if (how == PRESTO_GRO_UNREGISTER)
+		presto_gro_drop(&out);
+	else
+		presto_gro_deliver(&out);
 }
 
 static struct presto_gro_dev *presto_gro_dev_get(struct net_device *dev)
@@ -778,7 +816,8 @@ static struct presto_gro_dev *presto_gro_dev_get(struct net_device *dev)
 	return pd;
 }
 
-static void presto_gro_set_enabled(struct presto_gro_dev *pd, bool on)
+static void presto_gro_set_enabled(struct presto_gro_dev *pd, bool on,
+				   enum presto_gro_release_how how)
 {
 	lockdep_assert_held(&presto_gro_mutex);
 	if (on == pd->enabled)
@@ -789,7 +828,7 @@ static void presto_gro_set_enabled(struct presto_gro_dev *pd, bool on)
 		pd->enabled = true;
 		spin_unlock_bh(&pd->lock);
 	} else {
-		presto_gro_release(pd, true);
+		presto_gro_release(pd, how);
 		static_branch_dec(&presto_gro_active);
 	}
 }
@@ -808,11 +847,12 @@ static int presto_gro_netdev_event(struct notifier_block *nb,
 		if (pd->dev != dev)
 			continue;
 		if (event == NETDEV_UNREGISTER) {
-			presto_gro_set_enabled(pd, false);
+			presto_gro_set_enabled(pd, false,
+					       PRESTO_GRO_UNREGISTER);
 			hash_del_rcu(&pd->node);
 			kfree_rcu(pd, rcu);
 		} else {
-			presto_gro_release(pd, false);
+			presto_gro_release(pd, PRESTO_GRO_DOWN);
 		}
 		break;
 	}
@@ -960,7 +1000,7 @@ static ssize_t presto_gro_store(struct device *d, struct device_attribute *a,
 		return -ENOMEM;
 	}
 	if (pa->field == PG_ENABLED) {
-		presto_gro_set_enabled(pd, v);
+		presto_gro_set_enabled(pd, v, PRESTO_GRO_DISABLE);
 	} else {
 		spin_lock_bh(&pd->lock);
 		*presto_gro_param(&pd->p, pa->field) = v;

@@ -10,6 +10,7 @@ presto_relay.py, which stamps flowcell IDs into source MACs and delays
 every other flowcell, shows what TCP sees: with Presto GRO no segment
 reaches TCP's out-of-order queue, with stock GRO many do.  IPv4 and IPv6.
 """
+import fcntl
 import json
 import os
 import socket
@@ -21,6 +22,7 @@ import time
 
 import pytest
 
+from dcnet.wait import wait_until  # noqa: E402
 from pktutil import inet_csum  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -264,6 +266,62 @@ def test_untagged_frames_are_no_flowcell(lab, v6):
     assert c["untagged"] == 2, c
     assert c["pushed_inorder"] == 2 and c["pushed_loss"] == 1, c
     assert c["held"] == 0 and c["pushed_old"] == 0, c
+
+
+def set_up(dev, up):
+    """ip link set dev up/down, without starting a process (SIOCSIFFLAGS)"""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        ifr = fcntl.ioctl(s, 0x8913, struct.pack("16sH22x", dev.encode(), 0))  # SIOCGIFFLAGS
+        flags = struct.unpack_from("16sH", ifr)[1]
+        flags = flags | 1 if up else flags & ~1                                  # IFF_UP
+        fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", dev.encode(), flags))     # SIOCSIFFLAGS
+
+
+def test_held_segments_at_teardown(lab_once):
+    """A device that goes down pushes up what it holds (pushed_evicted);
+    held again, it is deleted: with KASAN and lockdep, no splat."""
+    dev, peer = "pgd0", "pgd1"
+    subprocess.run(["ip", "link", "del", dev], capture_output=True)
+    sh(f"ip link add {dev} numtxqueues 1 numrxqueues 1 type veth peer name {peer} "
+       f"numtxqueues 1 numrxqueues 1 && ethtool -K {peer} tso off gso off >/dev/null && "
+       f"ip link set {peer} up && ip link set {dev} up && "
+       f"ethtool -K {dev} gro on tx off >/dev/null")
+    d = f"/sys/class/net/{dev}/presto_gro"
+
+    def put(name, v):
+        with open(os.path.join(d, name), "w") as f:
+            f.write(str(v))
+
+    def get(name):
+        with open(os.path.join(d, name)) as f:
+            return int(f.read())
+
+    try:
+        put("timeout_min_us", 1000000)      # 1 s: only teardown releases the hold
+        put("timeout_max_us", 1000000)
+        put("enabled", 1)
+        with open(f"/sys/class/net/{dev}/address") as f:
+            mac = bytes.fromhex(f.read().strip().replace(":", ""))
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        s.bind((peer, 0))
+
+        def hold():
+            held = get("held")
+            for fr in (segment(False, 1, 1000, 100, mac), segment(False, 2, 1300, 100, mac)):
+                s.send(fr)
+            wait_until(lambda: get("held") > held, 5, "a segment is held at the boundary")
+
+        hold()
+        evicted = get("pushed_evicted")
+        set_up(dev, False)              # in-process: well within the 1 s hold
+        assert get("pushed_timeout") == 0, "the hold timed out before the device went down"
+        assert get("pushed_evicted") == evicted + 1
+        set_up(dev, True)
+        hold()
+        s.close()
+    finally:
+        subprocess.run(["ip", "link", "del", dev], capture_output=True)
+    assert not os.path.exists(d)
 
 
 # --- a real connection through the relay --------------------------------------
