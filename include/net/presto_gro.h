@@ -31,6 +31,7 @@ struct presto_gro_params {
 	u32 timeout_min_us;	/* clamps of alpha * EWMA */
 	u32 timeout_max_us;
 	u32 max_segs;		/* held skbs per flow before forced push */
+	u32 max_bytes;		/* held skb->truesize per device, in bytes */
 };
 
 #define PRESTO_GRO_ALPHA_DEFAULT	2
@@ -38,6 +39,7 @@ struct presto_gro_params {
 #define PRESTO_GRO_TMIN_US_DEFAULT	100
 #define PRESTO_GRO_TMAX_US_DEFAULT	10000
 #define PRESTO_GRO_MAX_SEGS_DEFAULT	128
+#define PRESTO_GRO_MAX_BYTES_DEFAULT	(8 << 20)
 #define PRESTO_GRO_EWMA_SHIFT		3	/* gain 1/8 */
 
 /* Bytes 2-3 of the source MAC of a stamped frame (big endian) */
@@ -87,6 +89,7 @@ struct presto_gro_flow {
 	u32 late_end;		/* where that gap ended */
 	u64 late_since;		/* arrival of the segment that timed out */
 	u32 nsegs;
+	u32 bytes;		/* skb->truesize of the segments held */
 	struct list_head segs;	/* skbs sorted by seq, ascending */
 };
 

@@ -211,12 +211,13 @@ void presto_gro_flow_insert(struct presto_gro_flow *f, struct sk_buff *skb)
 	list_for_each_entry_reverse(e, &f->segs, list) {
 		if (!after(presto_gro_seg(e)->seq, s->seq)) {
 			list_add(&skb->list, &e->list);
-			f->nsegs++;
-			return;
+			goto out;
 		}
 	}
 	list_add(&skb->list, &f->segs);
+out:
 	f->nsegs++;
+	f->bytes += skb->truesize;
 }
 EXPORT_SYMBOL_GPL(presto_gro_flow_insert);
 
@@ -331,6 +332,7 @@ u64 presto_gro_flow_flush(struct presto_gro_flow *f, u64 *ewma_ns,
 		}
 		list_move_tail(&skb->list, out);
 		f->nsegs--;
+		f->bytes -= skb->truesize;
 	}
 	return 0;
 }
@@ -354,6 +356,7 @@ void presto_gro_flow_drain(struct presto_gro_flow *f, struct list_head *out,
 		st->pushed_evicted++;
 	}
 	f->nsegs = 0;
+	f->bytes = 0;
 }
 EXPORT_SYMBOL_GPL(presto_gro_flow_drain);
 
@@ -386,6 +389,7 @@ struct presto_gro_dev {
 	struct hrtimer timer;
 	u64 armed_ns;
 	u32 nflows;
+	u32 held_bytes;			/* sum of the flows' bytes */
 	DECLARE_HASHTABLE(flows, PRESTO_GRO_FLOW_BITS);
 	struct rcu_head rcu;
 };
@@ -506,6 +510,7 @@ static void presto_gro_free_flow(struct presto_gro_dev *pd,
 				 struct presto_gro_fentry *fe,
 				 struct list_head *out)
 {
+	pd->held_bytes -= fe->flow.bytes;
 	presto_gro_flow_drain(&fe->flow, out, &pd->st);
 	hash_del(&fe->node);
 	pd->nflows--;
@@ -622,7 +627,7 @@ bool presto_gro_receive(struct napi_struct *napi, struct sk_buff *skb,
 	struct presto_gro_fentry *fe;
 	struct presto_gro_key k;
 	struct presto_gro_seg *s;
-	u32 seq, len, hash;
+	u32 seq, len, hash, b0;
 	u64 now, next = 0;
 	LIST_HEAD(out);
 	struct sk_buff *p, *tmp;
@@ -666,10 +671,12 @@ bool presto_gro_receive(struct napi_struct *napi, struct sk_buff *skb,
 		 * goes up first when the segment resets it
 		 */
 		fe = presto_gro_flow_get(pd, &k, hash, false, now, &out);
-		if (fe && (flags & (TCPHDR_SYN | TCPHDR_RST)))
+		if (fe && (flags & (TCPHDR_SYN | TCPHDR_RST))) {
 			presto_gro_free_flow(pd, fe, &out);
-		else if (fe)
+		} else if (fe) {
+			pd->held_bytes -= fe->flow.bytes;
 			presto_gro_flow_drain(&fe->flow, &out, &pd->st);
+		}
 		spin_unlock(&pd->lock);
 		rcu_read_unlock();
 		if (list_empty(&out))
@@ -707,12 +714,16 @@ bool presto_gro_receive(struct napi_struct *napi, struct sk_buff *skb,
 		pd->st.expired++;
 	}
 	fe->last_ns = now;
+	b0 = fe->flow.bytes;
 	presto_gro_flow_insert(&fe->flow, skb);
-	if (fe->flow.nsegs > pd->p.max_segs)
+	/* a flow holds at most max_segs skbs, the device max_bytes in all */
+	if (fe->flow.nsegs > pd->p.max_segs ||
+	    pd->held_bytes - b0 + fe->flow.bytes > pd->p.max_bytes)
 		presto_gro_flow_drain(&fe->flow, &out, &pd->st);
 	else
 		next = presto_gro_flow_flush(&fe->flow, &pd->ewma_ns, &pd->p,
 					     now, &out, &pd->st);
+	pd->held_bytes = pd->held_bytes - b0 + fe->flow.bytes;
 	presto_gro_arm(pd, next);
 	spin_unlock(&pd->lock);
 	rcu_read_unlock();
@@ -740,12 +751,14 @@ static enum hrtimer_restart presto_gro_timer(struct hrtimer *t)
 	if (!hrtimer_is_queued(t))
 		pd->armed_ns = 0;
 	hash_for_each(pd->flows, bkt, fe, node) {
+		u32 b0 = fe->flow.bytes;
 		u64 d;
 
 		if (!fe->flow.nsegs)
 			continue;
 		d = presto_gro_flow_flush(&fe->flow, &pd->ewma_ns, &pd->p,
 					  now, &out, &pd->st);
+		pd->held_bytes = pd->held_bytes - b0 + fe->flow.bytes;
 		if (d && (!next || d < next))
 			next = d;
 	}
@@ -782,6 +795,7 @@ static void presto_gro_release(struct presto_gro_dev *pd,
 		else
 			presto_gro_flow_drain(&fe->flow, &out, &pd->st);
 	}
+	pd->held_bytes = 0;
 	spin_unlock_bh(&pd->lock);
 	if (disable)
 		hrtimer_cancel(&pd->timer);
@@ -809,6 +823,7 @@ static struct presto_gro_dev *presto_gro_dev_get(struct net_device *dev)
 	pd->p.timeout_min_us = PRESTO_GRO_TMIN_US_DEFAULT;
 	pd->p.timeout_max_us = PRESTO_GRO_TMAX_US_DEFAULT;
 	pd->p.max_segs = PRESTO_GRO_MAX_SEGS_DEFAULT;
+	pd->p.max_bytes = PRESTO_GRO_MAX_BYTES_DEFAULT;
 	hash_init(pd->flows);
 	hrtimer_init(&pd->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_PINNED_SOFT);
 	pd->timer.function = presto_gro_timer;
@@ -872,7 +887,7 @@ enum {
 	PG_ENABLED, PG_ALPHA, PG_BETA, PG_TMIN, PG_TMAX, PG_MAXSEGS,
 	PG_HELD, PG_INORDER, PG_TIMEOUT, PG_LOSS, PG_OLD, PG_EVICTED,
 	PG_REORDER, PG_EWMA, PG_FLOWS, PG_LATE, PG_UNTAGGED, PG_RESTARTS,
-	PG_EXPIRED,
+	PG_EXPIRED, PG_MAXBYTES, PG_HELDBYTES,
 };
 
 struct presto_gro_attr {
@@ -893,6 +908,8 @@ static u32 *presto_gro_param(struct presto_gro_params *p, int field)
 		return &p->timeout_max_us;
 	case PG_MAXSEGS:
 		return &p->max_segs;
+	case PG_MAXBYTES:
+		return &p->max_bytes;
 	}
 	return NULL;
 }
@@ -902,7 +919,7 @@ static u64 presto_gro_field(struct presto_gro_dev *pd, int field)
 	struct presto_gro_params def = {
 		PRESTO_GRO_ALPHA_DEFAULT, PRESTO_GRO_BETA_DEFAULT,
 		PRESTO_GRO_TMIN_US_DEFAULT, PRESTO_GRO_TMAX_US_DEFAULT,
-		PRESTO_GRO_MAX_SEGS_DEFAULT,
+		PRESTO_GRO_MAX_SEGS_DEFAULT, PRESTO_GRO_MAX_BYTES_DEFAULT,
 	};
 	u32 *param = presto_gro_param(pd ? &pd->p : &def, field);
 	u64 st[] = {
@@ -919,6 +936,7 @@ static u64 presto_gro_field(struct presto_gro_dev *pd, int field)
 		[PG_UNTAGGED] = pd ? pd->st.untagged : 0,
 		[PG_RESTARTS] = pd ? pd->st.restarts : 0,
 		[PG_EXPIRED] = pd ? pd->st.expired : 0,
+		[PG_HELDBYTES] = pd ? pd->held_bytes : 0,
 	};
 
 	if (param)
@@ -977,15 +995,21 @@ static ssize_t presto_gro_store(struct device *d, struct device_attribute *a,
 		if (v > 1000000)	/* 1 s */
 			return -EINVAL;
 		break;
+	case PG_MAXBYTES:
+		if (v < 4096 || v > (256 << 20))
+			return -EINVAL;
+		break;
 	default:
 		return -EINVAL;
 	}
 	/*
-	 * How many skbs a flow may hold, and for how long, bound the memory
-	 * a peer can pin: above the defaults only for the host's own admin,
-	 * not root of a user namespace that owns the device's namespace.
+	 * How many skbs a flow may hold, how many bytes the device may hold
+	 * and for how long bound the memory a peer can pin: above the
+	 * defaults only for the host's own admin, not root of a user
+	 * namespace that owns the device's namespace.
 	 */
 	if (((pa->field == PG_MAXSEGS && v > PRESTO_GRO_MAX_SEGS_DEFAULT) ||
+	     (pa->field == PG_MAXBYTES && v > PRESTO_GRO_MAX_BYTES_DEFAULT) ||
 	     (pa->field == PG_TMAX && v > PRESTO_GRO_TMAX_US_DEFAULT)) &&
 	    !capable(CAP_NET_ADMIN))
 		return -EPERM;
@@ -1028,6 +1052,7 @@ PG_RW(beta, PG_BETA);
 PG_RW(timeout_min_us, PG_TMIN);
 PG_RW(timeout_max_us, PG_TMAX);
 PG_RW(max_segs, PG_MAXSEGS);
+PG_RW(max_bytes, PG_MAXBYTES);
 PG_RO(held, PG_HELD);
 PG_RO(pushed_inorder, PG_INORDER);
 PG_RO(pushed_timeout, PG_TIMEOUT);
@@ -1041,6 +1066,7 @@ PG_RO(late_fills, PG_LATE);
 PG_RO(untagged, PG_UNTAGGED);
 PG_RO(restarts, PG_RESTARTS);
 PG_RO(expired, PG_EXPIRED);
+PG_RO(held_bytes, PG_HELDBYTES);
 
 static struct attribute *presto_gro_attrs[] = {
 	&pg_attr_enabled.attr.attr,
@@ -1049,6 +1075,7 @@ static struct attribute *presto_gro_attrs[] = {
 	&pg_attr_timeout_min_us.attr.attr,
 	&pg_attr_timeout_max_us.attr.attr,
 	&pg_attr_max_segs.attr.attr,
+	&pg_attr_max_bytes.attr.attr,
 	&pg_attr_held.attr.attr,
 	&pg_attr_pushed_inorder.attr.attr,
 	&pg_attr_pushed_timeout.attr.attr,
@@ -1062,6 +1089,7 @@ static struct attribute *presto_gro_attrs[] = {
 	&pg_attr_untagged.attr.attr,
 	&pg_attr_restarts.attr.attr,
 	&pg_attr_expired.attr.attr,
+	&pg_attr_held_bytes.attr.attr,
 	NULL,
 };
 

@@ -527,6 +527,49 @@ static void pg_rebase(struct kunit *test)
 	pg_free(&c);
 }
 
+static u32 pg_list_bytes(struct pg_ctx *c)
+{
+	struct sk_buff *skb;
+	u32 n = 0;
+
+	list_for_each_entry(skb, &c->f.segs, list)
+		n += skb->truesize;
+	return n;
+}
+
+/* A flow counts the truesize of what it holds; what goes up leaves it. */
+static void pg_held_bytes(struct kunit *test)
+{
+	struct pg_ctx c;
+	u32 seqs[4];
+
+	pg_init(&c);
+	pg_add(test, &c, 0, 1, 1, 0);
+	KUNIT_EXPECT_GT(test, c.f.bytes, 0U);
+	pg_flush(&c, 0);
+	pg_out(&c, seqs, 4);
+	KUNIT_EXPECT_EQ(test, c.f.bytes, 0U);
+	pg_add(test, &c, 4 * MSS, 1, 3, 1 * US);
+	pg_add(test, &c, 3 * MSS, 1, 2, 2 * US);
+	KUNIT_EXPECT_NE(test, pg_flush(&c, 2 * US), 0ULL);
+	KUNIT_EXPECT_EQ(test, c.f.nsegs, 2U);
+	KUNIT_EXPECT_EQ(test, c.f.bytes, pg_list_bytes(&c));
+	/* the gap before flowcell 2 fills: all of it goes up */
+	pg_add(test, &c, 1 * MSS, 2, 1, 3 * US);
+	KUNIT_EXPECT_EQ(test, c.f.bytes, pg_list_bytes(&c));
+	KUNIT_EXPECT_EQ(test, pg_flush(&c, 3 * US), 0ULL);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 4), 3);
+	KUNIT_EXPECT_EQ(test, c.f.bytes, 0U);
+	/* held again, then drained */
+	pg_add(test, &c, 9 * MSS, 1, 4, 4 * US);
+	KUNIT_EXPECT_NE(test, pg_flush(&c, 4 * US), 0ULL);
+	KUNIT_EXPECT_GT(test, c.f.bytes, 0U);
+	presto_gro_flow_drain(&c.f, &c.out, &c.st);
+	KUNIT_EXPECT_EQ(test, c.f.bytes, 0U);
+	pg_out(&c, seqs, 4);
+	pg_free(&c);
+}
+
 static void pg_ewma_timeout_arith(struct kunit *test)
 {
 	/* first sample initialises, then gain 1/8 both ways */
@@ -690,6 +733,7 @@ static struct kunit_case presto_gro_cases[] = {
 	KUNIT_CASE(pg_restart_resequences),
 	KUNIT_CASE(pg_untagged),
 	KUNIT_CASE(pg_rebase),
+	KUNIT_CASE(pg_held_bytes),
 	KUNIT_CASE(pg_ewma_timeout_arith),
 	KUNIT_CASE(pg_parse_big_tcp),
 	KUNIT_CASE(pg_parse_vlan),

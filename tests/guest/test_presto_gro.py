@@ -112,7 +112,7 @@ def lab(lab_once):
     counters at the start (they only grow: tests look at differences)"""
     knob("enabled", 0)
     for name, v in (("alpha", 2), ("beta", 2), ("timeout_min_us", 100),
-                    ("timeout_max_us", 10000), ("max_segs", 128)):
+                    ("timeout_max_us", 10000), ("max_segs", 128), ("max_bytes", 8 << 20)):
         knob(name, v)
     yield counters()
     knob("enabled", 0)
@@ -128,12 +128,12 @@ def delta(c0):
 STAMP_TAG = 0xfcce          # OVS_FLOWCELL_STAMP_TAG: source MAC bytes 2-3
 
 
-def segment(v6, fc, seq, length, dst_mac, tagged=True):
+def segment(v6, fc, seq, length, dst_mac, tagged=True, sport=40000):
     """a TCP data segment of flowcell fc as Presto's sender stamps it (or,
     untagged, a frame whose source MAC bytes 4-5 happen to read fc)"""
     src_mac = bytes([0x02, 0x70]) + struct.pack("!HH", STAMP_TAG if tagged else 0x7265, fc)
     payload = b"x" * length
-    tcp = struct.pack("!HHIIBBHHH", 40000, PORT, seq, 1, 5 << 4, 0x10, 65535, 0, 0) + payload
+    tcp = struct.pack("!HHIIBBHHH", sport, PORT, seq, 1, 5 << 4, 0x10, 65535, 0, 0) + payload
     if v6:
         s, d = socket.inet_pton(socket.AF_INET6, A6[0]), socket.inet_pton(socket.AF_INET6, A6[1])
         pseudo = s + d + struct.pack("!IxxxB", len(tcp), 6)
@@ -186,8 +186,10 @@ def test_knobs_defaults_and_refusals(lab_once):
     # first test of the module: the device was never configured
     assert knob("enabled") == 0, "Presto GRO must be off by default"
     assert (knob("alpha"), knob("beta")) == (2, 2), "the paper's alpha = beta = 2"
+    assert knob("max_bytes") == 8 << 20 and knob("held_bytes") == 0
     assert all(v == 0 for v in counters().values())
-    for name, bad in (("enabled", 2), ("alpha", 0), ("beta", 0), ("max_segs", 0)):
+    for name, bad in (("enabled", 2), ("alpha", 0), ("beta", 0), ("max_segs", 0),
+                      ("max_bytes", 4095), ("max_bytes", (256 << 20) + 1)):
         with pytest.raises(OSError):
             knob(name, bad)
     knob("enabled", 1)
@@ -266,6 +268,29 @@ def test_untagged_frames_are_no_flowcell(lab, v6):
     assert c["untagged"] == 2, c
     assert c["pushed_inorder"] == 2 and c["pushed_loss"] == 1, c
     assert c["held"] == 0 and c["pushed_old"] == 0, c
+
+
+def test_held_bytes_bounded_per_device(lab):
+    """max_bytes bounds what the device holds (skb truesize) over all its
+    flows: eight flows each with a segment at a boundary gap, against
+    4096 bytes; a flow whose segment would pass the bound goes up at once
+    (pushed_evicted), and held_bytes never exceeds it."""
+    knob("timeout_min_us", 300000)
+    knob("timeout_max_us", 300000)
+    knob("max_bytes", 4096)
+    knob("enabled", 1)
+    mac = rx_mac()
+    frames = []
+    for k in range(8):
+        frames += [segment(False, 1, 1000, 100, mac, sport=41000 + k),
+                   segment(False, 2, 1300, 100, mac, sport=41000 + k)]
+    inject(frames, lab)
+    c = delta(lab)
+    assert 0 <= knob("held_bytes") <= 4096, c
+    assert c["pushed_evicted"] >= 1, c
+    assert c["held"] >= 1, c
+    knob("enabled", 0)
+    assert knob("held_bytes") == 0
 
 
 def set_up(dev, up):
