@@ -331,6 +331,15 @@ static inline bool tcp_fastlane_on(const struct net *net)
 	return READ_ONCE(net->ipv4.sysctl_tcp_fastlane);
 }
 
+/* Does @sk put the timeout count on its segments?  Not an MPTCP subflow:
+ * MPTCP's options (a DSS mapping is up to 28 bytes) must not lose their
+ * room to it, and its timestamps already tell stale notifications apart.
+ */
+static inline bool tcp_fastlane_sends_timeouts(const struct sock *sk)
+{
+	return tcp_fastlane_on(sock_net(sk)) && !sk_is_mptcp(sk);
+}
+
 /* Is @dsfield (with @proto) a notification this netns takes? */
 static inline bool tcp_fastlane_nf(const struct net *net, u8 dsfield,
 				   u8 proto)
@@ -432,6 +441,11 @@ static inline int tcp_fastlane_retx_segs(struct sock *sk, struct sk_buff *skb,
 #else
 
 static inline bool tcp_fastlane_on(const struct net *net)
+{
+	return false;
+}
+
+static inline bool tcp_fastlane_sends_timeouts(const struct sock *sk)
 {
 	return false;
 }

@@ -378,7 +378,7 @@ static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *n
 	skb = tcp_fastlane_find(sk, nf->seq);
 	st.ts_ok = tp->rx_opt.tstamp_ok;
 	/* every segment of the connection carries the timeout count */
-	st.sends_timeouts = tcp_fastlane_on(net);
+	st.sends_timeouts = tcp_fastlane_sends_timeouts(sk);
 	st.total_rto = tp->total_rto;
 	st.ca_state = icsk->icsk_ca_state;
 	st.cwnd = tcp_snd_cwnd(tp);

@@ -14,6 +14,7 @@ import json
 import select
 import socket
 import struct
+import subprocess
 import threading
 import time
 
@@ -461,6 +462,100 @@ def test_mptcp_option_space(lab, ts):
     print("MPTCP ACKs (mptcp bytes, option, SACK blocks): count", seen)
     if any(not k[1] for k in seen):
         assert d["h2"]["TcpExtTCPFastLaneOfoNoRoom"] > 0
+
+
+FL_EXID = 0xFA57      # FastLane's timeout count (patch 0006)
+SPLAT = ("BUG:", "WARNING: CPU:", "Oops:", "------------[ cut here ]------------",
+         "possible circular locking")
+
+
+def splats():
+    """the kernel's splat lines so far"""
+    out = subprocess.run(["dmesg"], capture_output=True, text=True).stdout
+    return [ln for ln in out.splitlines() if any(x in ln for x in SPLAT)]
+
+
+def fastlane(lab, on):
+    for name in ("h1", "h2"):
+        with netns(lab.ns(name)):
+            sysctl("net.ipv4.tcp_fastlane", on)
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["v4", "v6"])
+def test_mptcp_with_fastlane_keeps_its_mapping(lab, v6):
+    """net.ipv4.tcp_fastlane=1 with timestamps: MPTCP subflows go without
+    the timeout count, so every data segment keeps its DSS mapping, the
+    connection does not fall back to TCP, and MPTCP's option-space
+    WARN_ON_ONCE (mptcp_established_options()) stays silent.  Before the
+    fix the count was reserved ahead of MPTCP: 20 bytes left for a 24-28
+    byte mapping."""
+    configure(lab, ts=1)
+    fastlane(lab, 1)
+    bad = splats()
+    try:
+        _info, pkts, d = run(lab, v6, proto=IPPROTO_MPTCP)
+    finally:
+        fastlane(lab, 0)
+    new = splats()[len(bad):]
+    assert not new, "a splat: " + "\n".join(new)
+    data = [p for p in pkts if p["dport"] == PORT and p["payload"] > 0]
+    assert data, "no data segments captured"
+
+    def has(p, kind, pred=lambda b: True):
+        return any(k == kind and pred(b) for k, b in p["opts"])
+
+    def dss(b):
+        return len(b) >= 3 and b[2] >> 4 == 2
+
+    def count(b):
+        return len(b) >= 4 and (b[2] << 8 | b[3]) == FL_EXID
+
+    assert all(has(p, 30, dss) for p in data), [p for p in data if not has(p, 30, dss)][:3]
+    assert not any(has(p, 254, count) for p in pkts), "the timeout count on an MPTCP subflow"
+    for host in ("h1", "h2"):
+        for k in ("MPTcpExtMPCapableDataFallback", "MPTcpExtMPCapableFallbackACK",
+                  "MPTcpExtMPCapableFallbackSYNACK", "MPTcpExtDSSNotMatching"):
+            assert d[host].get(k, 0) == 0, (host, k, d[host][k])
+
+
+def test_plain_tcp_still_carries_the_count(lab):
+    """the same namespaces, plain TCP: every segment h1 sends after its SYN
+    carries the timeout count (the MPTCP exception is only for MPTCP)"""
+    configure(lab, ts=1)
+    fastlane(lab, 1)
+    try:
+        _info, pkts, _d = run(lab, False)
+    finally:
+        fastlane(lab, 0)
+    mine = [p for p in pkts if p["dport"] == PORT and not p["flags"] & 0x02]
+    assert mine and all(any(k == 254 and len(b) >= 4 and (b[2] << 8 | b[3]) == FL_EXID
+                            for k, b in p["opts"]) for p in mine)
+
+
+@pytest.mark.parametrize("knob", ["tcp_fastlane_ofo", "tcp_fastlane_scatter"])
+def test_ss_on_a_listener_does_not_sleep_in_atomic(lab, knob):
+    """`ss -tlni` (any user) in a namespace with the option or scatter on:
+    inet_diag fills listeners under the listening hash's spinlock, and
+    the attribute's lock_sock_fast() there was a sleep in atomic context
+    (CONFIG_DEBUG_ATOMIC_SLEEP reports it).  Listeners get no attribute;
+    a connected socket still does."""
+    ns = lab.ns("h2")
+    with netns(ns):
+        sysctl(f"net.ipv4.{knob}", 1)
+        srv = socket.socket()
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        srv.bind(("0.0.0.0", PORT))
+        srv.listen(4)
+    bad = splats()
+    try:
+        out = sh(f"ss -tlni sport = :{PORT}", ns=ns)
+        assert f":{PORT}" in out, out
+    finally:
+        srv.close()
+        with netns(ns):
+            sysctl(f"net.ipv4.{knob}", 0)
+    new = splats()[len(bad):]
+    assert not new, "a splat: " + "\n".join(new)
 
 
 # ------------------------------------------------- untrusted input: forged segments
