@@ -214,16 +214,21 @@ static void tcp_fl_ofo_get_info(struct sock *sk,
 	info->tcpfo_reordering = tp->reordering;
 }
 
-/* INET_DIAG_FASTLANE_OFO (ss -ti), for a full socket of a netns where
- * the option is on, or that negotiated it or is in packet-scatter mode:
- * stock sockets get no attribute.  From tcp_diag_get_aux(), the socket
- * not locked (as for tcp_get_info()).
+/* INET_DIAG_FASTLANE_OFO (ss -ti), for a connected socket of a netns
+ * where the option is on, or that negotiated it or is in packet-scatter
+ * mode: stock sockets and listeners get no attribute.  From
+ * tcp_diag_get_aux(), the socket not locked (as for tcp_get_info()).
+ * inet_diag fills listeners under the listening hash's spinlock, where
+ * lock_sock_fast() must not be called; a listener has no out-of-order
+ * state to report anyway.
  */
 int tcp_fl_ofo_diag_put(struct sk_buff *skb, struct sock *sk)
 {
 	struct tcp_fastlane_ofo_info info;
 	bool slow;
 
+	if (sk->sk_state == TCP_LISTEN)
+		return 0;
 	if (!tcp_fl_ofo_on(sock_net(sk)) && !tcp_sk(sk)->fl_ofo.ok &&
 	    !tcp_fl_scatter(sk))
 		return 0;
