@@ -226,6 +226,7 @@ struct htb_ecn_table {
 	u32			seed;
 	unsigned long		ttl;		/* jiffies */
 	atomic64_t		evictions;	/* live flows pushed out */
+	atomic64_t		synacks_ignored; /* not the answer to our SYN */
 	struct htb_ecn_bucket	bucket[];
 };
 
@@ -242,6 +243,7 @@ static inline struct htb_ecn_table *htb_ecn_table_alloc(u32 flows, u32 ttl_ms,
 	t->seed = seed;
 	t->ttl = msecs_to_jiffies(ttl_ms);
 	atomic64_set(&t->evictions, 0);
+	atomic64_set(&t->synacks_ignored, 0);
 	for (i = 0; i < n; i++)
 		spin_lock_init(&t->bucket[i].lock);
 	return t;
@@ -285,6 +287,12 @@ static inline bool htb_ecn_parse(const struct sk_buff *skb, __be16 proto,
 
 		ip6h = skb_header_pointer(skb, nhoff, sizeof(_ip6h), &_ip6h);
 		if (!ip6h || ip6h->version != 6 || ip6h->nexthdr != IPPROTO_TCP)
+			return false;
+		/* IPv4 flows are keyed v4-mapped: an IPv6 packet with such an
+		 * address is no packet of theirs (and no valid IPv6 packet)
+		 */
+		if (ipv6_addr_v4mapped(&ip6h->saddr) ||
+		    ipv6_addr_v4mapped(&ip6h->daddr))
 			return false;
 		p->src = ip6h->saddr;
 		p->dst = ip6h->daddr;
@@ -510,6 +518,22 @@ static inline int htb_ecn_ack_decide(struct htb_ecn_flow *f,
 	return HTB_ECN_PASS;
 }
 
+/* Is the SYN-ACK @p the answer to the SYN flow @f sent?  Only while the
+ * peer's scale is unknown (the first answer: a later SYN-ACK, a
+ * retransmission or a forgery, changes nothing), only for a flow whose
+ * SYN this host was seen to send, and only if it acknowledges that SYN
+ * exactly: anyone can send a SYN-ACK with the 4-tuple, and a wrong
+ * scale would misread every later window of the flow (scale 14 for 7
+ * reads a 15,000-byte window as 128 bytes).  Under the bucket lock.
+ */
+static inline bool htb_ecn_synack_ok(const struct htb_ecn_flow *f,
+				     const struct htb_ecn_pkt *p)
+{
+	return f->local_wso != HTB_ECN_WS_UNKNOWN &&
+	       f->peer_wso == HTB_ECN_WS_UNKNOWN && f->snd_max_ok &&
+	       ntohl(p->th.ack_seq) == f->snd_max;
+}
+
 /* A TCP packet arrived on the device (netfilter ingress, under RCU, no
  * qdisc lock): a SYN says how the peer scales its window; an ACK of a
  * flow of a class in ecn_mode ece or rwnd whose backlog is above the
@@ -539,9 +563,11 @@ static inline void htb_ecn_ack(struct htb_ecn_table *t, struct xarray *classes,
 
 		if (p.th.ack) {
 			/* the answer to our SYN */
-			if (f) {
+			if (f && htb_ecn_synack_ok(f, &p)) {
 				f->peer_wso = wso;
 				f->peer_ws = ws;
+			} else if (f) {
+				atomic64_inc(&t->synacks_ignored);
 			}
 		} else if (!p.th.rst) {
 			/* kept aside until we answer: it claims no flow */

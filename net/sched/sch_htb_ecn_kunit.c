@@ -148,6 +148,7 @@ struct t_pkt {
 	bool	frag;
 	u8	doff;		/* 0: from the options */
 	u16	lport;		/* 0: T_LPORT */
+	bool	mapped;		/* IPv6 with the IPv4 flow's v4-mapped addresses */
 };
 
 static void t_addrs(bool v6, bool out, struct in6_addr *src,
@@ -184,7 +185,7 @@ static struct sk_buff *t_skb(struct kunit *test, const struct t_pkt *tp)
 	KUNIT_ASSERT_NOT_NULL(test, skb);
 	skb_reserve(skb, 64);
 	skb_reset_network_header(skb);
-	t_addrs(tp->v6, tp->out, &src, &dst);
+	t_addrs(tp->v6 && !tp->mapped, tp->out, &src, &dst);
 	if (tp->v6) {
 		struct ipv6hdr *ip6 = skb_put_zero(skb, nhlen);
 
@@ -292,6 +293,15 @@ static void htb_ecn_parser(struct kunit *test)
 		skb_trim(skb, skb_transport_offset(skb) + 10);
 		KUNIT_EXPECT_FALSE(test, htb_ecn_parse(skb, skb->protocol, &p));
 		kfree_skb(skb);
+
+		/* IPv6 with v4-mapped addresses is no IPv4 flow's packet */
+		if (v6) {
+			tp.mapped = true;
+			skb = t_skb(test, &tp);
+			KUNIT_EXPECT_FALSE(test, htb_ecn_parse(skb, skb->protocol, &p));
+			kfree_skb(skb);
+			tp.mapped = false;
+		}
 
 		tp.ipproto = IPPROTO_UDP;
 		skb = t_skb(test, &tp);
@@ -508,6 +518,63 @@ static void htb_ecn_ack_ece(struct kunit *test)
 	}
 }
 
+/* The peer's window scale comes from the SYN-ACK that answers our SYN
+ * (it acknowledges the SYN exactly) and from no other: a forged SYN-ACK
+ * before it, or any SYN-ACK after it, is ignored and counted.
+ */
+static void htb_ecn_ack_forged_synack(struct kunit *test)
+{
+	u32 snd_max = 1 + 40 * T_MSS, ack = 1 + T_MSS, rwnd;
+	struct sk_buff *skb;
+	struct t_env e;
+	u16 want;
+	int v6, i;
+
+	for (v6 = 0; v6 <= 1; v6++) {
+		t_env_init(test, &e, TC_HTB_ECN_RWND, 16, 10000);
+		e.cls.backlog = 60000;
+		t_out(test, &e, (struct t_pkt){ .v6 = v6, .flags = TCPHDR_SYN,
+						.seq = 0, .win = 64240, .wscale = 7 });
+		/* a forger who does not know our ISN: the wrong ACK */
+		kfree_skb(t_in(test, &e, (struct t_pkt){ .v6 = v6,
+							 .flags = TCPHDR_SYN | TCPHDR_ACK,
+							 .seq = 5, .ack = 12345, .win = 64240,
+							 .wscale = 14 }));
+		/* the real answer */
+		kfree_skb(t_in(test, &e, (struct t_pkt){ .v6 = v6,
+							 .flags = TCPHDR_SYN | TCPHDR_ACK,
+							 .seq = 99, .ack = 1, .win = 64240,
+							 .wscale = 7 }));
+		for (i = 0; i < 40; i++)
+			t_out(test, &e, (struct t_pkt){ .v6 = v6, .flags = TCPHDR_ACK,
+							.seq = 1 + i * T_MSS, .ack = 100,
+							.wscale = -1, .payload = T_MSS });
+		/* established: one who knows the ISN, and our IPv4 flow's
+		 * addresses v4-mapped in IPv6, still change nothing
+		 */
+		kfree_skb(t_in(test, &e, (struct t_pkt){ .v6 = v6,
+							 .flags = TCPHDR_SYN | TCPHDR_ACK,
+							 .seq = 99, .ack = 1, .win = 64240,
+							 .wscale = 14 }));
+		if (!v6)
+			kfree_skb(t_in(test, &e, (struct t_pkt){ .v6 = true, .mapped = true,
+								 .flags = TCPHDR_SYN |
+									  TCPHDR_ACK,
+								 .seq = 99, .ack = 1,
+								 .win = 64240,
+								 .wscale = 14 }));
+		KUNIT_EXPECT_EQ(test, atomic64_read(&e.t->synacks_ignored), 2LL);
+		skb = t_in(test, &e, (struct t_pkt){ .v6 = v6, .flags = TCPHDR_ACK,
+						     .seq = 100, .ack = ack, .win = 1000,
+						     .wscale = -1 });
+		rwnd = htb_ecn_rwnd(snd_max - ack, 15000, 60000, T_MSS);
+		want = htb_ecn_window_field(1000, rwnd, 7);
+		KUNIT_EXPECT_EQ_MSG(test, ntohs(t_th(skb, v6)->window), want, "v6 %d", v6);
+		kfree_skb(skb);
+		t_env_fini(&e);
+	}
+}
+
 /* SYNs from the network never take a flow's entry */
 static void htb_ecn_table_unsolicited_syns(struct kunit *test)
 {
@@ -573,6 +640,7 @@ static struct kunit_case htb_ecn_test_cases[] = {
 	KUNIT_CASE(htb_ecn_ack_rwnd_scales),
 	KUNIT_CASE(htb_ecn_ack_rwnd_unknown_scale),
 	KUNIT_CASE(htb_ecn_ack_ece),
+	KUNIT_CASE(htb_ecn_ack_forged_synack),
 	KUNIT_CASE(htb_ecn_table_unsolicited_syns),
 	KUNIT_CASE(htb_ecn_table_evictions),
 	{}
