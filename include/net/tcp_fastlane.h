@@ -262,6 +262,30 @@ tcp_fastlane_data_verdict(const struct tcp_fastlane_data_state *s)
 	return TCP_FASTLANE_DATA_TAKE;
 }
 
+/* Decide on a notification for a pure ACK of ours, which has no
+ * transmission in the queue to be matched against: it must carry the
+ * options every segment of the connection carries, the current timeout
+ * count, and a timestamp from the last @window ticks of the connection's
+ * clock (@now, offset included), so that a forger needs the connection's
+ * random timestamp offset before it can use up the rate budget (s->found,
+ * s->sacked, s->skb_tsval and s->ca_state are not used).
+ */
+static inline enum tcp_fastlane_data_verdict
+tcp_fastlane_ack_verdict(const struct tcp_fastlane_data_state *s, u32 now,
+			 u32 window)
+{
+	if (!tcp_fastlane_opts_ok(s->has_ts, s->ts_ok, s->has_timeouts,
+				  s->sends_timeouts))
+		return TCP_FASTLANE_DATA_BADOPTS;
+	if ((s->has_timeouts && s->nf_timeouts != s->total_rto) ||
+	    (s->has_ts && (after(s->nf_tsval, now) ||
+			   before(s->nf_tsval, now - window))))
+		return TCP_FASTLANE_DATA_STALE;
+	if (!tcp_fastlane_within_rate(s->rate_count, s->cwnd))
+		return TCP_FASTLANE_DATA_RATELIMITED;
+	return TCP_FASTLANE_DATA_TAKE;
+}
+
 /* After a taken notification's pass over the retransmit queue (which
  * resends what bound_sim allows, lowest first): is the notified segment
  * @resent, or does it go now anyway (it holds the lowest sequence, @head:

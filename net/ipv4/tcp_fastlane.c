@@ -494,8 +494,51 @@ static void tcp_fastlane_fastopen_synack(struct sock *sk,
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANECTLRESEND);
 }
 
+/* A notification for a pure ACK of ours: the ACK carried state the peer
+ * needs (a window, a duplicate ACK), so it is sent again, if it passes
+ * tcp_fastlane_ack_verdict() (timestamps within the last second)
+ */
+static void tcp_fastlane_pure_ack(struct sock *sk,
+				  const struct tcp_fastlane_info *nf)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct tcp_fastlane_data_state st = {
+		.nf_tsval	= nf->tsval,
+		.nf_timeouts	= nf->timeouts,
+		.has_ts		= nf->has_ts,
+		.has_timeouts	= nf->has_timeouts,
+		.ts_ok		= tp->rx_opt.tstamp_ok,
+		.sends_timeouts	= tcp_fastlane_sends_timeouts(sk),
+		.total_rto	= tp->total_rto,
+		.cwnd		= tcp_snd_cwnd(tp),
+	};
+	u32 window = tp->tcp_usec_ts ? USEC_PER_SEC : MSEC_PER_SEC;
+	struct net *net = sock_net(sk);
+
+	st.rate_count = tcp_fastlane_rate_count(sk);
+	switch (tcp_fastlane_ack_verdict(&st, tcp_time_stamp_ts(tp) +
+					 tp->tsoffset, window)) {
+	case TCP_FASTLANE_DATA_BADOPTS:
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBADOPTS);
+		return;
+	case TCP_FASTLANE_DATA_STALE:
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
+		return;
+	case TCP_FASTLANE_DATA_RATELIMITED:
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANERATELIMITED);
+		return;
+	case TCP_FASTLANE_DATA_TAKE:
+		break;
+	}
+	tp->fastlane.count++;
+	NET_INC_STATS(net, LINUX_MIB_TCPFASTLANENOTIFY);
+	NET_INC_STATS(net, LINUX_MIB_TCPFASTLANECTLRESEND);
+	tcp_send_ack(sk);
+}
+
 /* Act on a notification; the socket is locked and not owned by user (or
- * owned by us, from the backlog)
+ * owned by us, from the backlog).  The clock is read first: a resend is
+ * stamped now, as tcp_rcv_established() and tcp_v4_err() do.
  */
 static void tcp_fastlane_act(struct sock *sk, const struct tcp_fastlane_info *nf)
 {
@@ -503,6 +546,7 @@ static void tcp_fastlane_act(struct sock *sk, const struct tcp_fastlane_info *nf
 	struct net *net = sock_net(sk);
 	struct request_sock *req;
 
+	tcp_mstamp_refresh(tp);
 	req = rcu_dereference_protected(tp->fastopen_rsk,
 					lockdep_sock_is_held(sk));
 	switch (tcp_fastlane_kind(sk->sk_state, req, nf->syn)) {
@@ -524,14 +568,7 @@ static void tcp_fastlane_act(struct sock *sk, const struct tcp_fastlane_info *nf
 		tcp_fastlane_data(sk, nf);
 		break;
 	case TCP_FASTLANE_PURE_ACK:
-		/* the ACK carried state the peer needs (a window, a dupack) */
-		if (!tcp_fastlane_rate_ok(sk)) {
-			NET_INC_STATS(net, LINUX_MIB_TCPFASTLANERATELIMITED);
-			break;
-		}
-		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANENOTIFY);
-		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANECTLRESEND);
-		tcp_send_ack(sk);
+		tcp_fastlane_pure_ack(sk, nf);
 		break;
 	default:
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBADSEQ);

@@ -306,6 +306,45 @@ static struct tcp_fastlane_data_state data_ok(void)
 	};
 }
 
+/* a pure ACK's notification: options required, the current timeout
+ * count, a timestamp within the last @window ticks (wrapping included)
+ */
+static void fastlane_ack_verdict(struct kunit *test)
+{
+	struct tcp_fastlane_data_state s = data_ok();
+	const u32 win = 1000;
+
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_ack_verdict(&s, 1000, win), TCP_FASTLANE_DATA_TAKE);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_ack_verdict(&s, 2000, win), TCP_FASTLANE_DATA_TAKE);
+	/* older than the window, or from the future */
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_ack_verdict(&s, 2001, win), TCP_FASTLANE_DATA_STALE);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_ack_verdict(&s, 999, win), TCP_FASTLANE_DATA_STALE);
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_ack_verdict(&s, 1000 + (1U << 31), win),
+			TCP_FASTLANE_DATA_STALE);
+	/* the clock wrapped since */
+	s.nf_tsval = U32_MAX - 10;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_ack_verdict(&s, 100, win), TCP_FASTLANE_DATA_TAKE);
+	s.nf_tsval = 1000;
+	/* an earlier timeout */
+	s.nf_timeouts = 1;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_ack_verdict(&s, 1000, win), TCP_FASTLANE_DATA_STALE);
+	s.nf_timeouts = 2;
+	/* options the connection sends, left out: refused before the budget */
+	s.has_ts = false;
+	s.rate_count = 1000;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_ack_verdict(&s, 1000, win), TCP_FASTLANE_DATA_BADOPTS);
+	s.has_ts = true;
+	s.has_timeouts = false;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_ack_verdict(&s, 1000, win), TCP_FASTLANE_DATA_BADOPTS);
+	s.has_timeouts = true;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_ack_verdict(&s, 1000, win),
+			TCP_FASTLANE_DATA_RATELIMITED);
+	/* a connection without timestamps or the count: nothing to require */
+	s.rate_count = 0;
+	s.has_ts = s.ts_ok = s.has_timeouts = s.sends_timeouts = false;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_ack_verdict(&s, 5000, win), TCP_FASTLANE_DATA_TAKE);
+}
+
 static void fastlane_data_verdict(struct kunit *test)
 {
 	struct tcp_fastlane_data_state s = data_ok();
@@ -499,6 +538,7 @@ static struct kunit_case fastlane_tcp_cases[] = {
 	KUNIT_CASE(fastlane_tail_push),
 	KUNIT_CASE(fastlane_deferred_resend),
 	KUNIT_CASE(fastlane_data_verdict),
+	KUNIT_CASE(fastlane_ack_verdict),
 	KUNIT_CASE(fastlane_data_handler_bound),
 	KUNIT_CASE(fastlane_state_kind),
 	KUNIT_CASE(fastlane_bound_sim),

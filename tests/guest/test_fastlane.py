@@ -716,10 +716,11 @@ class Blocked:
                 if p and not out and p["dport"] == self.conn.port and tcp_payload_len(p) > 0]
 
     def notify(self, raw, tsval=None, seq=None, sport=None, count=1, timeouts=None, to="h1",
-               strip=(), send=True):
+               strip=(), send=True, payload=None):
         """send host to the notification a switch would make of frame raw
-        (with the options of kinds in strip left out: forged); send=False:
-        only return the frame"""
+        (with the options of kinds in strip left out: forged; payload: the
+        length it stands for instead of raw's); send=False: only return the
+        frame"""
         eth = 14
         ip = bytearray(raw[eth:])
         if self.v6:
@@ -765,6 +766,12 @@ class Blocked:
                 ip[4:6] = struct.pack("!H", struct.unpack("!H", ip[4:6])[0] - shorter)
             else:
                 ip[2:4] = struct.pack("!H", struct.unpack("!H", ip[2:4])[0] - shorter)
+        if payload is not None:
+            hl = (ip[ihl + 12] >> 4) * 4
+            if self.v6:
+                ip[4:6] = struct.pack("!H", hl + payload)
+            else:
+                ip[2:4] = struct.pack("!H", ihl + hl + payload)
         if not self.v6:
             ip[10:12] = b"\0\0"
             ip[10:12] = struct.pack("!H", inet_csum(bytes(ip[:ihl])))
@@ -865,6 +872,47 @@ def test_spoofed_notifications_are_counted_and_dropped(blocked, v6):
                   if p and not out and p["dport"] == b.conn.port and
                   ((p["seq"] - p0["seq"]) & 0xffffffff) >= 4 * 1448 and tcp_payload_len(p) > 0]
         assert beyond == [], "data beyond snd_nxt was sent"
+    finally:
+        b.release()
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_pure_ack_notifications_need_the_connections_options(blocked, v6):
+    """A notification for a pure ACK (no payload, within [snd_una,
+    snd_nxt]) has no transmission to be matched against: it needs the
+    options every segment of the connection carries, the current timeout
+    count and a timestamp from the connection's last second, before it may
+    use the rate budget.  Before the fix, a flood of bare ones drained the
+    budget and made h1 send an ACK for each."""
+    b = blocked.connect(v6)
+    try:
+        segs = b.send_and_capture(4 * 1448, 1.5)
+        assert len(segs) >= 2, "no data in flight"
+        _, p0, raw0 = segs[0]
+        n0 = nstat(b.h1)
+        b.notify(raw0, payload=0, strip={8, 254}, count=50)
+        b.notify(raw0, payload=0, strip={8})
+        b.notify(raw0, payload=0, strip={254})
+        # a timestamp from an hour before, one from the future, an RTO
+        # this connection never had
+        b.notify(raw0, payload=0, tsval=(tsval_of(p0) - 3_600_000) & 0xffffffff)
+        b.notify(raw0, payload=0, tsval=(tsval_of(p0) + 3_600_000) & 0xffffffff)
+        b.notify(raw0, payload=0, timeouts=1)
+        n1 = wait_nstat(b.h1, n0, VERDICT_KEYS, 55, "h1 judged the 55 forged ACK notifications")
+        d = delta(n0, n1, FL_KEYS)
+        print(f"forged ACK notifications: {d}")
+        assert d["TcpExtTCPFastLaneBadOpts"] == 52, d
+        assert d["TcpExtTCPFastLaneStale"] == 3, d
+        assert d["TcpExtTCPFastLaneNotify"] == 0 and d["TcpExtTCPFastLaneCtlResend"] == 0, d
+        assert d["TcpExtTCPFastLaneRateLimited"] == 0, d
+        # with the connection's options and a timestamp of its last second
+        # (a segment sent just now): the ACK again
+        fresh = b.send_and_capture(1448, 0.3)
+        assert fresh, "no new segment"
+        b.notify(latest(fresh)[-1][2], payload=0)
+        d = delta(n1, wait_nstat(b.h1, n1, VERDICT_KEYS, 1, "h1 judged the ACK notification"),
+                  FL_KEYS)
+        assert d["TcpExtTCPFastLaneNotify"] == 1 and d["TcpExtTCPFastLaneCtlResend"] == 1, d
     finally:
         b.release()
 
