@@ -442,13 +442,23 @@ static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *n
 	}
 }
 
-/* A notification for a SYN of ours (SYN_SENT) */
+/* A notification for a SYN of ours (SYN_SENT).  The SYN carries
+ * timestamps if tcp_connect_init() counted them in tcp_header_len (MD5
+ * and AO sockets, which add to it too, refuse notifications): then so
+ * must the notification.
+ */
 static void tcp_fastlane_syn(struct sock *sk, const struct tcp_fastlane_info *nf)
 {
 	struct inet_connection_sock *icsk = inet_csk(sk);
 	struct sk_buff *skb = tcp_rtx_queue_head(sk);
 	struct tcp_sock *tp = tcp_sk(sk);
+	bool ts_ok = tp->tcp_header_len >= sizeof(struct tcphdr) +
+					   TCPOLEN_TSTAMP_ALIGNED;
 
+	if (!tcp_fastlane_opts_ok(nf->has_ts, ts_ok, true, false)) {
+		NET_INC_STATS(sock_net(sk), LINUX_MIB_TCPFASTLANEBADOPTS);
+		return;
+	}
 	if (!skb || !nf->syn || nf->seq != TCP_SKB_CB(skb)->seq ||
 	    (nf->has_ts &&
 	     nf->tsval != tcp_skb_timestamp_ts(tp->tcp_usec_ts, skb) + tp->tsoffset)) {
@@ -467,6 +477,28 @@ static void tcp_fastlane_syn(struct sock *sk, const struct tcp_fastlane_info *nf
 	}
 }
 
+/* Does a notification for the SYN-ACK of @req carry what the SYN-ACK
+ * carried?  With timestamps, a timestamp from the request's last second
+ * (the SYN-ACK's own is not kept): a forger then needs the request's
+ * random offset.
+ */
+static enum tcp_fastlane_data_verdict
+tcp_fastlane_req_ts(const struct request_sock *req,
+		    const struct tcp_fastlane_info *nf)
+{
+	const struct tcp_request_sock *treq = tcp_rsk(req);
+	struct tcp_fastlane_data_state st = {
+		.has_ts		= nf->has_ts,
+		.nf_tsval	= nf->tsval,
+		.ts_ok		= inet_rsk(req)->tstamp_ok,
+		.cwnd		= 1,
+	};
+	u32 window = treq->req_usec_ts ? USEC_PER_SEC : MSEC_PER_SEC;
+
+	return tcp_fastlane_ack_verdict(&st, tcp_clock_ts(treq->req_usec_ts) +
+					treq->ts_off, window);
+}
+
 /* A notification for the SYN-ACK of a Fast Open child (a full socket in
  * SYN_RECV, or FIN_WAIT1 if closed that early, that keeps its request
  * until the client acknowledges the SYN-ACK): resent at once by the
@@ -480,6 +512,16 @@ static void tcp_fastlane_fastopen_synack(struct sock *sk,
 {
 	struct net *net = sock_net(sk);
 
+	switch (tcp_fastlane_req_ts(req, nf)) {
+	case TCP_FASTLANE_DATA_BADOPTS:
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBADOPTS);
+		return;
+	case TCP_FASTLANE_DATA_TAKE:
+		break;
+	default:
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
+		return;
+	}
 	if (!nf->ack || nf->seq != tcp_rsk(req)->snt_isn ||
 	    req->num_retrans > 2) {
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
@@ -628,6 +670,16 @@ EXPORT_SYMBOL_GPL(tcp_fastlane_backlog_rcv);
 static void tcp_fastlane_req(struct net *net, struct request_sock *req,
 			     const struct tcp_fastlane_info *nf)
 {
+	switch (tcp_fastlane_req_ts(req, nf)) {
+	case TCP_FASTLANE_DATA_BADOPTS:
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBADOPTS);
+		return;
+	case TCP_FASTLANE_DATA_TAKE:
+		break;
+	default:
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
+		return;
+	}
 	if (!nf->syn || !nf->ack || nf->seq != tcp_rsk(req)->snt_isn ||
 	    req->num_retrans > 2) {
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);

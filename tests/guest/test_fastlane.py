@@ -1128,14 +1128,17 @@ def listener_and_client(b, fam, dst, port):
 def control_resent_at_once(b, t, got, n0, ns, what, to, pick):
     """notify host `to` of the first control packet pick() finds in the
     capture (t, got) as soon as it shows: the notification is taken (ns's
-    counters from n0) and the packet is resent well before its 1 s timer"""
+    counters from n0) and the packet is resent well before its 1 s timer.
+    One without the packet's timestamp comes first: refused (BadOpts)."""
     first_ = wait_for(got, pick, 0.9)
     assert first_, f"no {what} seen"
     t0, p0, raw0 = first_
     t_nf = time.time()
+    b.notify(raw0, to=to, strip={8})
     b.notify(raw0, to=to)
     t.join()
-    d = delta(n0, wait_nstat(ns, n0, VERDICT_KEYS, 1, f"{to} judged the {what}'s notification"), FL_KEYS)
+    d = delta(n0, wait_nstat(ns, n0, VERDICT_KEYS, 2, f"{to} judged the {what}'s notifications"), FL_KEYS)
+    assert d["TcpExtTCPFastLaneBadOpts"] == 1, d
     again = [ts for ts, out, raw in got for p in [parse(raw)]
              if p and not out and pick(p) and p["seq"] == p0["seq"] and ts > t0]
     print(f"{what}: {d}, notified {t_nf - t0:.3f} s after it, resent after"
