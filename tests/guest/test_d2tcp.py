@@ -97,22 +97,41 @@ def test_deadline_option_rejects_nonsense(family):
         with pytest.raises(OSError) as e:
             set_deadline(s, kw["us"], kw["nbytes"], kw.get("flags", 0), kw.get("reserved", 0))
         assert e.value.errno == errno.EINVAL, kw
+    # shorter than the first version (TCP_DEADLINE_SIZE_VER0, 24 bytes)
     for short in (b"", b"\0" * 8, b"\0" * 23):
         with pytest.raises(OSError) as e:
             s.setsockopt(socket.IPPROTO_TCP, TCP_DEADLINE, short)
         assert e.value.errno == errno.EINVAL
-    # longer than the struct: only with a zero tail (room to grow)
+    # longer than the struct: only with a zero tail (room to grow), else
+    # E2BIG as copy_struct_from_user() answers
     good = struct.pack(DEADLINE_FMT, 10**6, 1000, 0, 0)
-    with pytest.raises(OSError) as e:
-        s.setsockopt(socket.IPPROTO_TCP, TCP_DEADLINE, good + b"\0" * 7 + b"\1")
-    assert e.value.errno == errno.EINVAL
-    with pytest.raises(OSError) as e:
-        s.getsockopt(socket.IPPROTO_TCP, TCP_DEADLINE, 16)
-    assert e.value.errno == errno.EINVAL
+    for tail in (b"\0" * 7 + b"\1", b"\1", b"\0" * 4095 + b"\1"):
+        with pytest.raises(OSError) as e:
+            s.setsockopt(socket.IPPROTO_TCP, TCP_DEADLINE, good + tail)
+        assert e.value.errno == errno.E2BIG, len(tail)
     # nothing was set by the failed calls
     assert get_deadline(s) == (0, 0, 0, 0)
     s.setsockopt(socket.IPPROTO_TCP, TCP_DEADLINE, good + b"\0" * 8)
     assert get_deadline(s)[1:3] == (1000, F_SET)
+    s.close()
+
+
+def test_deadline_option_struct_can_grow():
+    """getsockopt() with a shorter buffer (an older binary once the struct
+    grows) gets the first fields, as TCP_INFO does; a longer one gets the
+    struct and its length; setsockopt() takes a longer zero-tailed struct
+    and the exact one alike"""
+    s = d2tcp_socket()
+    set_deadline(s, 10**6, 4096)
+    assert len(s.getsockopt(socket.IPPROTO_TCP, TCP_DEADLINE, 24)) == 24
+    for n in (4, 8, 16, 20):
+        assert len(s.getsockopt(socket.IPPROTO_TCP, TCP_DEADLINE, n)) == n
+    assert struct.unpack("=QQ", s.getsockopt(socket.IPPROTO_TCP, TCP_DEADLINE, 16))[1] == 4096
+    assert struct.unpack("=QQI", s.getsockopt(socket.IPPROTO_TCP, TCP_DEADLINE, 20))[2] == F_SET
+    assert len(s.getsockopt(socket.IPPROTO_TCP, TCP_DEADLINE, 64)) == 24
+    s.setsockopt(socket.IPPROTO_TCP, TCP_DEADLINE, struct.pack(DEADLINE_FMT, 10**6, 2048, 0, 0)
+                 + b"\0" * 40)
+    assert get_deadline(s)[1] == 2048
     s.close()
 
 
