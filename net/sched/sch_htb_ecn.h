@@ -236,7 +236,7 @@ static inline struct htb_ecn_table *htb_ecn_table_alloc(u32 flows, u32 ttl_ms,
 	u32 n = flows / HTB_ECN_WAYS, i;
 	struct htb_ecn_table *t;
 
-	t = kvzalloc(struct_size(t, bucket, n), GFP_KERNEL);
+	t = kvzalloc(struct_size(t, bucket, n), GFP_KERNEL_ACCOUNT);
 	if (!t)
 		return NULL;
 	t->mask = n - 1;
