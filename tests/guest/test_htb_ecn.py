@@ -11,6 +11,7 @@ through it, h3's ACKs enter through the same device.
 import json
 import os
 import re
+import shlex
 import statistics
 import struct
 import subprocess
@@ -20,7 +21,7 @@ import pytest
 
 from dcnet.wait import scaled, wait_until
 from fabric import ns_exec
-from netlab import DLTRAFFIC, json_lines, sh, tc, tc_fails
+from netlab import DLTRAFFIC, json_lines, sh, tc, tc_binary, tc_fails
 from pktutil import inet_csum  # noqa: E402
 
 TC = os.environ.get("DCNET_TC", "tc")
@@ -610,6 +611,63 @@ def table_line(text, dev):
             f = line.split()
             return {f[i]: f[i + 1] for i in range(2, len(f) - 1, 2)}
     raise AssertionError(f"no table of {dev} in {text}")
+
+
+CGROOT = "/sys/fs/cgroup"
+
+
+def memcg(name):
+    """a memory cgroup (cgroup v2; mounted if the guest has none)"""
+    if not os.path.exists(f"{CGROOT}/cgroup.controllers"):
+        subprocess.run(["mount", "-t", "cgroup2", "none", CGROOT], check=False)
+    try:
+        with open(f"{CGROOT}/cgroup.controllers") as f:
+            if "memory" not in f.read().split():
+                pytest.skip("no memory controller")
+    except OSError:
+        pytest.skip("no cgroup v2")
+    with open(f"{CGROOT}/cgroup.subtree_control", "w") as f:
+        f.write("+memory")
+    cg = f"{CGROOT}/{name}"
+    os.makedirs(cg, exist_ok=True)
+    return cg
+
+
+def test_flow_table_charged_to_the_memcg(lab_factory):
+    """The flow table (ecn_flows 2^20 entries, about 84 MiB) and the class
+    state are charged to the memory cgroup of the tc that configures them:
+    before, a container could pin that much per qdisc outside its limit"""
+    need_patched_tc()
+    cg = memcg("dcnet-htb-memcg")
+    lab = lab3(lab_factory, "hm")
+
+    def into_cg():
+        with open(f"{cg}/cgroup.procs", "w") as f:
+            f.write(str(os.getpid()))
+
+    def run(args):
+        p = subprocess.run([tc_binary(), "-n", lab.sw] + shlex.split(args), preexec_fn=into_cg,
+                           capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+
+    def current():
+        with open(f"{cg}/memory.current") as f:
+            return int(f.read())
+
+    try:
+        before = current()
+        run("qdisc add dev h3 root handle 1: htb default 10 ecn_flows 1048576")
+        run(f"class add dev h3 parent 1: classid 1:10 htb rate {RATE_MBIT}mbit ecn_thresh {K}"
+            " ecn_mode ece")
+        after = current()
+        print(f"memory.current {before} -> {after}")
+        assert after - before >= 64 << 20, (before, after)
+    finally:
+        tc("qdisc del dev h3 root", lab.sw, check=False)
+        try:
+            os.rmdir(cg)
+        except OSError:
+            pass
 
 
 def test_flow_table_knobs_dump_and_evictions(lab_factory):
