@@ -198,7 +198,8 @@ struct htb_ecn_flow {
 				peer_wso:2,	/* ... and of the peer's */
 				in_use:1,
 				snd_max_ok:1,
-				ect:1;		/* data sent ECN capable */
+				ect:1,		/* data sent ECN capable */
+				half_open:1;	/* our SYN-ACK, nothing since */
 };
 
 /* A SYN from the network, kept until this host answers it: its window
@@ -227,6 +228,7 @@ struct htb_ecn_table {
 	unsigned long		ttl;		/* jiffies */
 	atomic64_t		evictions;	/* live flows pushed out */
 	atomic64_t		synacks_ignored; /* not the answer to our SYN */
+	atomic64_t		no_room;	/* half-open flows not learned */
 	struct htb_ecn_bucket	bucket[];
 };
 
@@ -244,6 +246,7 @@ static inline struct htb_ecn_table *htb_ecn_table_alloc(u32 flows, u32 ttl_ms,
 	t->ttl = msecs_to_jiffies(ttl_ms);
 	atomic64_set(&t->evictions, 0);
 	atomic64_set(&t->synacks_ignored, 0);
+	atomic64_set(&t->no_room, 0);
 	for (i = 0; i < n; i++)
 		spin_lock_init(&t->bucket[i].lock);
 	return t;
@@ -360,13 +363,19 @@ htb_ecn_find(struct htb_ecn_bucket *b, const struct in6_addr *laddr,
 }
 
 /* The entry a new flow takes: a free one, else one idle longer than the
- * table's ttl, else the least recently used (an eviction).
+ * table's ttl, else the least recently used half-open one (our SYN-ACK
+ * answered a SYN from the network, nothing since), else the least
+ * recently used (an eviction).  A flow that is itself half-open
+ * (@half_open) never pushes out one that is not: a SYN flood against a
+ * listener makes this host send SYN-ACKs, and those must not evict the
+ * live flows of the bucket.  NULL: no room for it.
  */
 static inline struct htb_ecn_flow *htb_ecn_victim(struct htb_ecn_table *t,
 						  struct htb_ecn_bucket *b,
-						  unsigned long now)
+						  unsigned long now,
+						  bool half_open)
 {
-	struct htb_ecn_flow *lru = &b->flow[0];
+	struct htb_ecn_flow *lru = NULL, *lru_half = NULL;
 	int i;
 
 	for (i = 0; i < HTB_ECN_WAYS; i++) {
@@ -374,9 +383,17 @@ static inline struct htb_ecn_flow *htb_ecn_victim(struct htb_ecn_table *t,
 
 		if (!f->in_use || time_after_eq(now, f->stamp + t->ttl))
 			return f;
-		if (time_before(f->stamp, lru->stamp))
+		if (f->half_open) {
+			if (!lru_half || time_before(f->stamp, lru_half->stamp))
+				lru_half = f;
+		} else if (!lru || time_before(f->stamp, lru->stamp)) {
 			lru = f;
+		}
 	}
+	if (lru_half)
+		return lru_half;
+	if (half_open)
+		return NULL;
 	atomic64_inc(&t->evictions);
 	return lru;
 }
@@ -408,7 +425,12 @@ static inline void htb_ecn_learn(struct htb_ecn_table *t, u32 classid,
 	 */
 	if (!f || (p->th.syn && (!p->th.ack || syn))) {
 		if (!f)
-			f = htb_ecn_victim(t, b, now);
+			f = htb_ecn_victim(t, b, now, p->th.syn && p->th.ack);
+		if (!f) {
+			atomic64_inc(&t->no_room);
+			spin_unlock(&b->lock);
+			return;
+		}
 		memset(f, 0, sizeof(*f));
 		f->laddr = p->src;
 		f->raddr = p->dst;
@@ -416,6 +438,8 @@ static inline void htb_ecn_learn(struct htb_ecn_table *t, u32 classid,
 		f->rport = p->th.dest;
 		f->in_use = 1;
 	}
+	/* a SYN-ACK of ours: half-open until we send anything else */
+	f->half_open = p->th.syn && p->th.ack;
 	if (p->th.syn) {
 		u8 ws;
 

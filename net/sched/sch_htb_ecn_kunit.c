@@ -596,6 +596,76 @@ static void htb_ecn_table_unsolicited_syns(struct kunit *test)
 	t_env_fini(&e);
 }
 
+static bool t_has_flow(struct t_env *e, u16 lport)
+{
+	struct htb_ecn_bucket *b;
+	struct in6_addr l, r;
+
+	t_addrs(false, true, &l, &r);
+	b = htb_ecn_bucket(e->t, &l, &r, htons(lport), htons(T_RPORT));
+	return htb_ecn_find(b, &l, &r, htons(lport), htons(T_RPORT));
+}
+
+/* SYN-ACKs this host sends in answer to a SYN flood take free and
+ * half-open entries only: the live flows of a full bucket stay, nothing is
+ * counted as an eviction, and what found no room is counted
+ */
+static void htb_ecn_table_synack_flood(struct kunit *test)
+{
+	struct t_env e;
+	int i;
+
+	/* one bucket of HTB_ECN_WAYS entries */
+	t_env_init(test, &e, TC_HTB_ECN_RWND, HTB_ECN_WAYS, 10000);
+	for (i = 0; i < HTB_ECN_WAYS; i++) {
+		u16 lport = 100 + i;
+
+		t_out(test, &e, (struct t_pkt){ .flags = TCPHDR_SYN, .lport = lport,
+						.wscale = 7 });
+		kfree_skb(t_in(test, &e, (struct t_pkt){ .flags = TCPHDR_SYN | TCPHDR_ACK,
+							 .lport = lport, .seq = 99, .ack = 1,
+							 .wscale = 7 }));
+		t_out(test, &e, (struct t_pkt){ .flags = TCPHDR_ACK, .lport = lport,
+						.seq = 1, .ack = 100, .wscale = -1,
+						.payload = T_MSS });
+	}
+	for (i = 0; i < 100; i++) {
+		u16 lport = 1000 + i;
+
+		kfree_skb(t_in(test, &e, (struct t_pkt){ .flags = TCPHDR_SYN, .lport = lport,
+							 .seq = 5, .wscale = 7 }));
+		t_out(test, &e, (struct t_pkt){ .flags = TCPHDR_SYN | TCPHDR_ACK,
+						.lport = lport, .ack = 6, .wscale = 7 });
+	}
+	for (i = 0; i < HTB_ECN_WAYS; i++)
+		KUNIT_EXPECT_TRUE_MSG(test, t_has_flow(&e, 100 + i), "flow %d", i);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&e.t->evictions), 0LL);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&e.t->no_room), 100LL);
+	t_env_fini(&e);
+
+	/* one entry free: the half-open flows take turns in it, and a new
+	 * flow of ours takes it from the last of them without an eviction
+	 */
+	t_env_init(test, &e, TC_HTB_ECN_RWND, HTB_ECN_WAYS, 10000);
+	for (i = 0; i < HTB_ECN_WAYS - 1; i++)
+		t_out(test, &e, (struct t_pkt){ .flags = TCPHDR_ACK, .lport = 100 + i,
+						.seq = 1, .ack = 100, .wscale = -1,
+						.payload = T_MSS });
+	for (i = 0; i < 100; i++)
+		t_out(test, &e, (struct t_pkt){ .flags = TCPHDR_SYN | TCPHDR_ACK,
+						.lport = 1000 + i, .ack = 6, .wscale = 7 });
+	KUNIT_EXPECT_TRUE(test, t_has_flow(&e, 1099));
+	KUNIT_EXPECT_FALSE(test, t_has_flow(&e, 1098));
+	KUNIT_EXPECT_EQ(test, atomic64_read(&e.t->no_room), 0LL);
+	t_out(test, &e, (struct t_pkt){ .flags = TCPHDR_SYN, .lport = 200, .wscale = 7 });
+	KUNIT_EXPECT_TRUE(test, t_has_flow(&e, 200));
+	KUNIT_EXPECT_FALSE(test, t_has_flow(&e, 1099));
+	for (i = 0; i < HTB_ECN_WAYS - 1; i++)
+		KUNIT_EXPECT_TRUE(test, t_has_flow(&e, 100 + i));
+	KUNIT_EXPECT_EQ(test, atomic64_read(&e.t->evictions), 0LL);
+	t_env_fini(&e);
+}
+
 /* a full table evicts the least recently used flow, and counts it; a flow
  * idle beyond the ttl gives its entry up without counting
  */
@@ -642,6 +712,7 @@ static struct kunit_case htb_ecn_test_cases[] = {
 	KUNIT_CASE(htb_ecn_ack_ece),
 	KUNIT_CASE(htb_ecn_ack_forged_synack),
 	KUNIT_CASE(htb_ecn_table_unsolicited_syns),
+	KUNIT_CASE(htb_ecn_table_synack_flood),
 	KUNIT_CASE(htb_ecn_table_evictions),
 	{}
 };
