@@ -702,27 +702,30 @@ def test_gso_super_packets(lab_factory, v6):
     """Defect 5: with TSO at the sender and GRO on the limiter's ingress,
     the class holds 64 KB super-packets (the paper's setting).  ce marks
     each as one block and counts its segments, as the receiver sees them;
-    ece learns the segment size, not the super-packet's."""
+    ece learns the segment size, not the super-packet's.  Shaped as the
+    ECE test is (a 300 KB flow at 1 Mbit/s, beside a kernel build and
+    another debug guest on a 2-core host, once never queued beyond K)."""
     lab = lab3(lab_factory, "hg6" if v6 else "hg4")
     sh("ethtool -K eth0 sg on tx on tso on gso on >/dev/null", ns=lab.ns("h1"))
     sh("ethtool -K h1 gro on >/dev/null", ns=lab.sw)
-    limiter(lab, f"ecn_thresh {K} ecn_mode ce")
+    rate = f"{ECE_RATE_KBIT}kbit"
+    limiter(lab, f"ecn_thresh {K} ecn_mode ce", rate=rate)
     ce_mib = "Ip6InCEPkts" if v6 else "IpExtInCEPkts"
     ce_in = nstat(lab.ns("h3"), ce_mib)
-    rec, _ = flow(lab, nbytes=300_000, v6=v6, sample_ms=0)
-    assert rec["bytes"] == 300_000
+    rec, _ = flow(lab, nbytes=ECE_BYTES, v6=v6, sample_ms=0)
+    assert rec["bytes"] == ECE_BYTES
     # a marked segment still on its way to h3 (retransmissions after the
     # flow's end) is counted there a moment later
     marked, got = settled_ce(lab, ce_mib, ce_in)
     pkts = find(class_json(lab), "packets")
     print(f"ce: {marked} segments marked, {got} CE received, {pkts} packets through the class")
     assert marked > 0 and marked == got, (marked, got)
-    tc(f"class change dev h3 parent 1: classid 1:10 htb rate {RATE_MBIT}mbit"
-       f" ceil {RATE_MBIT}mbit ecn_thresh {K} ecn_mode ece", lab.sw)
+    tc(f"class change dev h3 parent 1: classid 1:10 htb rate {rate}"
+       f" ceil {rate} ecn_thresh {K} ecn_mode ece", lab.sw)
     dce = nstat(lab.ns("h1"), "TcpExtTCPDeliveredCE")
     lab.server("h3", 5002, v6=v6, cc="dctcp")
     p = lab.spawn("h1", [DLTRAFFIC, "flow", "-c", lab.ip("h3", v6), "-p", "5002", "--bytes",
-                         "300000", "--cc", "dctcp", "--id", "g"] + (["-6"] if v6 else []))
+                         str(ECE_BYTES), "--cc", "dctcp", "--id", "g"] + (["-6"] if v6 else []))
     # the flow's entry, once the limiter has learnt its segment size
     # (an entry exists before its first data segment, with mss 0: wait for
     # the learnt value, not for the line)
