@@ -559,12 +559,12 @@ static void d2tcp_deadline_option(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, d2tcp_test_set_deadline(a, 0, 0), 0);
 	KUNIT_EXPECT_FALSE(test, d2tcp_test_has_deadline(a->sk));
 
-	/* longer with a zero tail is accepted, a non-zero tail is not */
+	/* longer with a zero tail is accepted, a non-zero tail is not (E2BIG) */
 	KUNIT_EXPECT_EQ(test, d2tcp_test_setsockopt(b, &big, sizeof(big)), 0);
 	KUNIT_EXPECT_TRUE(test, d2tcp_test_has_deadline(b->sk));
 	KUNIT_EXPECT_EQ(test, d2tcp_test_set_deadline(b, 0, 0), 0);
 	big.tail = 1ULL << 56;	/* in the last byte */
-	KUNIT_EXPECT_EQ(test, d2tcp_test_setsockopt(b, &big, sizeof(big)), -EINVAL);
+	KUNIT_EXPECT_EQ(test, d2tcp_test_setsockopt(b, &big, sizeof(big)), -E2BIG);
 	KUNIT_EXPECT_EQ(test, d2tcp_test_setsockopt(b, &big, sizeof(big.d) + 1), 0);
 	KUNIT_EXPECT_EQ(test, d2tcp_test_setsockopt(b, &big, sizeof(big.d) - 1), -EINVAL);
 	KUNIT_EXPECT_TRUE(test, d2tcp_test_has_deadline(b->sk));
