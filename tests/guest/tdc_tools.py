@@ -2,8 +2,8 @@
 
 tdc comes from the patched kernel tree (the newest ~/.cache/dcnet/*/linux,
 or DCNET_KSRC); callers skip when there is none.  run_tdc() copies tdc to
-a scratch directory with only the suites asked for, makes nsPlugin run its
-namespace commands one at a time (synced()), runs it with the project's tc
+a scratch directory with only the suites asked for, makes nsPlugin wait
+until its namespace commands are done (synced()), runs it with the project's tc
 (DCNET_TC) and the toolbox's sh and ip (boxed()), keeps the TAP output in
 DCNET_OUT and asserts that no case failed.
 """
@@ -20,17 +20,29 @@ NS_TICKS = 600      # 0.1 s each: nsPlugin waits up to 60 s for a netns
 # background `ip -b -` and returns at once; it then only waits for the file
 # /run/netns/NAME.  `ip netns add` creates that file before it bind-mounts
 # the namespace on it, and a case's `netns delete` and the next case's
-# `netns add` of the same name are still queued when the old file is
-# found: under load, a case's first `ip netns exec` then fails with
-# "setting the network namespace ... failed: Invalid argument".  Run each
-# command to completion instead, and fail on the first one that fails.
-NS_BATCHED = """        proc = self._proc
-
-        proc.stdin.write((command + '\\n').encode())
-        proc.stdin.flush()
+# `netns add` of the same name (and its devices) are still queued when the
+# old file is found: under load, a case's first `ip netns exec` then fails
+# with "setting the network namespace ... failed: Invalid argument".  After
+# the commands that build a case's namespace, queue a dummy device in this
+# namespace and wait until it shows in /sys/class/net: `ip -b` runs its
+# commands in order, so everything before it is done (no process per
+# command: each is seconds in the debug guest under load).
+NS_BATCHED = """    def _exec_cmd_batched(self, stage, commands):
+        for cmd in commands:
+            self._exec_cmd(stage, cmd)
 """
-NS_SYNCED = """        ip = self._replace_keywords('$IP')
-        subprocess.run(ip + ' ' + command, shell=True, env=ENVIR, check=True)
+NS_SYNCED = NS_BATCHED + """        # dcnet (tests/guest/tdc_tools.py): wait for `ip -b` to get here
+        self._dcnet_sync = getattr(self, '_dcnet_sync', 0) + 1
+        name = 'tdcsync%d' % self._dcnet_sync
+        sysnet = getattr(self, '_dcnet_sysnet', '/sys/class/net/')
+        self._exec_cmd(stage, 'link add %s type dummy' % name)
+        deadline = time.time() + 300
+        while not os.path.exists(sysnet + name):
+            self._proc_check()
+            if time.time() > deadline:
+                raise TimeoutError('ip -b never ran ' + name)
+            time.sleep(0.05)
+        self._exec_cmd(stage, 'link del %s' % name)
 """
 
 
@@ -68,7 +80,7 @@ def boxed(work):
 
 
 def synced(work):
-    """nsPlugin's commands, each run to completion (see NS_BATCHED)"""
+    """nsPlugin's namespace commands done before a case starts (see NS_BATCHED)"""
     ns = work / "plugin-lib" / "nsPlugin.py"
     text = ns.read_text()
     assert "ticks = 20\n" in text, "nsPlugin's netns wait changed: update tdc_tools"

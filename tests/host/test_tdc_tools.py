@@ -1,8 +1,9 @@
 """tests/guest/tdc_tools.py on the kernel tree's own tdc: nsPlugin's
 namespace commands, once patched, have finished when nsPlugin returns, so a
 case never enters a namespace whose `ip netns add` (or the previous case's
-`netns delete`) is still queued; a failing command fails the case.  Runs
-nsPlugin with a stand-in `ip` that is slow and logs its arguments."""
+`netns delete`) is still queued; a batch that fails fails the case.  Runs
+nsPlugin with a stand-in `ip -b -` that is slow, logs each command and
+makes a directory for each dummy device it adds."""
 import importlib.util
 import os
 import shutil
@@ -29,12 +30,13 @@ DRIVER = textwrap.dedent("""
     import nsPlugin
     p = nsPlugin.SubPlugin()
     p.args = types.SimpleNamespace(verbose=0, NAMES={"IP": sys.argv[1], "NS": "tcut-x"})
+    p._dcnet_sysnet = sys.argv[3]
     try:
-        p._exec_cmd("pre", "netns add tcut-x")
+        p._exec_cmd_batched("pre", ["netns add tcut-x", "link add a type veth peer name b"])
     except Exception as e:
         print("raised", type(e).__name__)
     with open(sys.argv[2]) as f:
-        print("logged", f.read().strip() or "nothing")
+        print("logged", " | ".join(f.read().splitlines()) or "nothing")
 """)
 
 
@@ -54,21 +56,33 @@ def work(tmp_path):
 def run(work, tmp_path, status):
     log = tmp_path / "ip.log"
     log.write_text("")
+    sysnet = tmp_path / "sys"
+    sysnet.mkdir()
     ip = tmp_path / "ip"
-    ip.write_text(f"#!/bin/sh\nsleep 0.3\necho \"$@\" >> {log}\nexit {status}\n")
+    ip.write_text(textwrap.dedent(f"""\
+        #!/bin/sh
+        # a slow `ip -b -`: each command takes 0.3 s, a failing one ends the batch
+        while read -r line; do
+            sleep 0.3
+            echo "$line" >> {log}
+            [ {status} = 0 ] || exit 1
+            case "$line" in "link add "*" type dummy") set -- $line; mkdir {sysnet}/$3;; esac
+        done
+        """))
     ip.chmod(0o755)
-    p = subprocess.run([sys.executable, "driver.py", str(ip), str(log)], cwd=work,
+    p = subprocess.run([sys.executable, "driver.py", str(ip), str(log), f"{sysnet}/"], cwd=work,
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stdout + p.stderr
     return p.stdout
 
 
-def test_namespace_command_done_when_nsplugin_returns(work, tmp_path):
+def test_namespace_commands_done_when_nsplugin_returns(work, tmp_path):
     out = run(work, tmp_path, 0)
-    assert "logged netns add tcut-x" in out, out
+    assert "logged netns add tcut-x | link add a type veth peer name b | link add tdcsync1 type dummy" \
+        in out, out
     assert "raised" not in out, out
 
 
-def test_failing_namespace_command_fails_the_case(work, tmp_path):
+def test_failing_batch_fails_the_case(work, tmp_path):
     out = run(work, tmp_path, 1)
-    assert "raised CalledProcessError" in out, out
+    assert "raised RuntimeError" in out, out
