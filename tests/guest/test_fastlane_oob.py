@@ -524,7 +524,7 @@ def test_mptcp_with_fastlane_keeps_its_mapping(lab, v6):
 def test_plain_tcp_still_carries_the_count(lab):
     """the same namespaces, plain TCP: every data segment h1 sends carries
     the timeout count (the MPTCP exception is only for MPTCP; TIME_WAIT's
-    last ACK and resets are sent without it, as without timestamps' peers)"""
+    last ACK and resets are built without it)"""
     configure(lab, ts=1)
     fastlane(lab, 1)
     try:
