@@ -239,16 +239,17 @@ def test_restarted_ids_still_resequenced(lab, v6):
     """The sender's IDs restart at 0 (its state for the flow was evicted or
     expired) while the receiver's last flowcell is 500: flowcell 1 of the
     new run, ahead of flowcell 0, waits at the gap as the next flowcell,
-    and flowcell 0 fills it; nothing is pushed up as old."""
-    knob("timeout_min_us", 300000)
-    knob("timeout_max_us", 300000)
+    and flowcell 0 fills it; nothing is pushed up as old.  One injection
+    (a process start is seconds in the debug guest under load) within a
+    1 s hold."""
+    knob("timeout_min_us", 1000000)
+    knob("timeout_max_us", 1000000)
     knob("enabled", 1)
     mac = rx_mac()
-    c = inject([segment(v6, 500, 1000, 100, mac), segment(v6, 1, 1300, 100, mac)], lab)
-    assert c["elapsed"] < 0.3, c
-    assert c["restarts"] == 1 and c["held"] == 1 and c["pushed_old"] == 0, c
-    c = inject([segment(v6, 0, 1100, 200, mac)], lab)
-    assert c["elapsed"] < 0.3, c
+    c = inject([segment(v6, 500, 1000, 100, mac), segment(v6, 1, 1300, 100, mac),
+                segment(v6, 0, 1100, 200, mac)], lab)
+    assert c["elapsed"] < 1.0, c
+    assert c["restarts"] == 1 and c["held"] == 1, c
     assert c["pushed_old"] == 0 and c["pushed_timeout"] == 0, c
     assert c["reorder_events"] == 1 and c["pushed_inorder"] == 3, c
 
