@@ -505,7 +505,8 @@ def test_mptcp_with_fastlane_keeps_its_mapping(lab, v6):
         return any(k == kind and pred(b) for k, b in p["opts"])
 
     def dss(b):
-        return len(b) >= 3 and b[2] >> 4 == 2
+        # DSS (2), or the MP_CAPABLE that maps the first data (0)
+        return len(b) >= 3 and b[2] >> 4 in (0, 2)
 
     def count(b):
         return len(b) >= 4 and (b[2] << 8 | b[3]) == FL_EXID

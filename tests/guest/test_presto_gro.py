@@ -331,19 +331,21 @@ def test_held_segments_at_teardown(lab_once):
         s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
         s.bind((peer, 0))
 
-        def hold():
+        def hold(sport):
+            """a new flow (a device going down keeps its flows' state)"""
             held = get("held")
-            for fr in (segment(False, 1, 1000, 100, mac), segment(False, 2, 1300, 100, mac)):
+            for fr in (segment(False, 1, 1000, 100, mac, sport=sport),
+                       segment(False, 2, 1300, 100, mac, sport=sport)):
                 s.send(fr)
             wait_until(lambda: get("held") > held, 5, "a segment is held at the boundary")
 
-        hold()
+        hold(42001)
         evicted = get("pushed_evicted")
         set_up(dev, False)              # in-process: well within the 1 s hold
         assert get("pushed_timeout") == 0, "the hold timed out before the device went down"
         assert get("pushed_evicted") == evicted + 1
         set_up(dev, True)
-        hold()
+        hold(42002)
         s.close()
     finally:
         subprocess.run(["ip", "link", "del", dev], capture_output=True)
