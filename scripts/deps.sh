@@ -11,6 +11,7 @@ PACKAGES=(
 	qemu-system-x86 busybox-static
 	iproute2 ethtool iputils-ping iperf3 sockperf nuttcp tcpdump mptcpize
 	libmnl-dev pkg-config patchelf
+	meson ninja-build libglib2.0-dev libpixman-1-dev libfdt-dev
 	openvswitch-source autoconf libcap-ng-dev
 	python3 python3-venv
 	openssh-server
