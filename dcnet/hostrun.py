@@ -115,7 +115,10 @@ def header(out, wall_s=None, extra=None):
     commit, wall time, plus what the bench adds (seeds, scale)."""
     m = vm_meta(out)
     if m.get("clock") == "virtual":
-        clock = f"virtual time (QEMU icount, shift={m.get('icount_shift')}, sleep=off: 1 ns per instruction)"
+        sh = m.get("icount_shift")
+        per = (f"{2 ** sh:g} ns per instruction" if isinstance(sh, int) and sh >= 0 else
+               f"{2 ** -sh:g} instructions per ns, dilated time" if isinstance(sh, int) else "?")
+        clock = f"virtual time (QEMU icount, shift={sh}, sleep=off: {per})"
     elif m.get("clock") == "real":
         clock = "real time (plain TCG: results depend on the host's load)"
     else:

@@ -259,7 +259,7 @@ def build(image, kdir, release, script, out, build_dir, extra_files=()):
     return len(cpio)
 
 
-def icount_opts():
+def icount_opts(shift=0):
     """-icount's value for a sealed run.
 
     QEMU's record mode is on (its event log discarded) unless
@@ -277,20 +277,21 @@ def icount_opts():
     rr = os.environ.get("DCNET_VM_RR", "record")
     if rr not in ("record", "off"):
         sys.exit(f"sealed: DCNET_VM_RR must be record or off, not {rr!r}")
-    return "shift=0,sleep=off" + (",rr=record,rrfile=/dev/null" if rr == "record" else "")
+    return f"shift={shift},sleep=off" + (",rr=record,rrfile=/dev/null" if rr == "record" else "")
 
 
-def qemu_argv(image, bzimage, cpus, memory, console, seed=SEED):
-    """QEMU for a sealed run: TCG, icount, one seeded PRNG, a virtual RTC
-    from a fixed date, no device but the serial console (written to the
-    file console), which also carries the results."""
-    return ["qemu-system-x86_64", "-M", "pc", "-cpu", "max", "-smp", str(cpus), "-m", memory,
+def qemu_argv(image, bzimage, cpus, memory, console, seed=SEED, shift=0, qemu=None):
+    """QEMU for a sealed run: TCG, icount at the shift, one seeded PRNG, a
+    virtual RTC from a fixed date, no device but the serial console
+    (written to the file console), which also carries the results.  qemu
+    is the binary (default: the system's)."""
+    return [qemu or "qemu-system-x86_64", "-M", "pc", "-cpu", "max", "-smp", str(cpus), "-m", memory,
             "-display", "none", "-nodefaults", "-no-reboot",
             "-serial", f"file:{console}",
             "-kernel", bzimage, "-initrd", image,
             "-append", " ".join(["console=ttyS0 no5lvl panic=-1 rdinit=/init quiet"] +
                                 os.environ.get("DCNET_VM_APPEND", "").split()),
-            "-icount", icount_opts(), "-seed", str(seed),
+            "-icount", icount_opts(shift), "-seed", str(seed),
             "-rtc", f"base={RTC_BASE},clock=vm"]
 
 

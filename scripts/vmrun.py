@@ -19,14 +19,22 @@ printed.
 TCG is used unless DCNET_VM_ACCEL=kvm: nested KVM hangs on these machines.
 
 The clock (--clock, or DCNET_CLOCK when the flag is not given):
-  virtual  QEMU's instruction-counting clock (-icount shift=0,sleep=off):
-           the guest's time advances 1 ns per instruction and an idle
+  virtual  QEMU's instruction-counting clock (-icount shift=S,sleep=off):
+           the guest's time advances 2^S ns per instruction and an idle
            guest jumps to its next timer, so the guest sees a fixed-speed
-           machine (about 1 G instructions per virtual second) whatever
+           machine (2^-S G instructions per virtual second) whatever
            the host is doing.  Measurements repeat.  The benches, the
            demonstration and the testbed use it by default.
   real     plain TCG: the guest's clock is the host's.  Fastest in wall
            time; what `make check` uses.
+The shift (--shift, else DCNET_ICOUNT_SHIFT, else 0): the virtual CPU
+runs one instruction per 2^shift ns.  A negative shift -N runs 2^N
+instructions per ns: a faster CPU in the guest's own time, with every
+kernel timer at its nominal value (time dilation: a link at 10 Gbit/s
+gets the instructions per packet that 2.5 Gbit/s gets at shift 0, and
+the wall time of a run grows by 2^N).  Debian's QEMU takes 0..10 only; a
+negative shift uses the QEMU that scripts/qemu.sh builds with
+qemu-patches/ (built on first use, then cached), DCNET_QEMU names another.
 vCPUs (--cpus, else DCNET_VM_CPUS): one in virtual time, two in real
 time.  Under icount the vCPUs share one instruction-counted timeline: TCG
 runs them in turn in one host thread and the clock advances with the
@@ -92,6 +100,43 @@ def find_splats(dmesg):
 
 CLOCKS = ("virtual", "real")
 ICOUNT_SHIFT = 0
+SHIFTS = range(-10, 11)
+
+
+def icount_shift(value=None):
+    """The icount shift: value (--shift) if given, else DCNET_ICOUNT_SHIFT,
+    else ICOUNT_SHIFT; an integer in -10..10."""
+    v = value if value is not None else os.environ.get("DCNET_ICOUNT_SHIFT", "").strip()
+    if v in ("", None):
+        return ICOUNT_SHIFT
+    try:
+        n = int(v)
+    except ValueError:
+        n = None
+    if n not in SHIFTS:
+        sys.exit(f"vmrun: the icount shift must be an integer in -10..10, not {v!r}")
+    return n
+
+
+def instructions_per_ns(shift):
+    return 2.0 ** -shift
+
+
+def qemu_binary(shift):
+    """The QEMU for a shift: DCNET_QEMU if set, the patched build of
+    scripts/qemu.sh for a negative shift, else the system's (None)."""
+    q = os.environ.get("DCNET_QEMU", "").strip()
+    if q:
+        if not os.access(q, os.X_OK):
+            sys.exit(f"vmrun: DCNET_QEMU={q!r} is not an executable")
+        return q
+    if shift >= 0:
+        return None
+    r = subprocess.run([os.path.join(ROOT, "scripts", "qemu.sh"), "path"], stdout=subprocess.PIPE,
+                       text=True)
+    if r.returncode != 0 or not r.stdout.strip():
+        sys.exit("vmrun: a negative icount shift needs scripts/qemu.sh's QEMU, whose build failed")
+    return r.stdout.strip().splitlines()[-1]
 
 
 def default_cpus(clock):
@@ -130,10 +175,10 @@ def kernel_release(kdir):
         return None
 
 
-def clock_opts(clock):
+def clock_opts(clock, shift=ICOUNT_SHIFT):
     """QEMU options for a clock (see the module's docstring)."""
     if clock == "virtual":
-        return ["-icount", f"shift={ICOUNT_SHIFT},sleep=off"]
+        return ["-icount", f"shift={shift},sleep=off"]
     if clock == "real":
         return []
     raise ValueError(f"unknown clock {clock!r} (want one of {', '.join(CLOCKS)})")
@@ -243,7 +288,9 @@ rc=$?
 cat /tmp/dcnet-guest.log >> {out}/guest.log"""
 
 
-def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real"):
+def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real", shift=None):
+    shift = icount_shift(shift)
+    qemu = qemu_binary(shift) if clock == "virtual" else os.environ.get("DCNET_QEMU") or None
     kernel = os.path.abspath(kernel)
     out = os.path.abspath(out)
     if os.path.isdir(kernel):
@@ -309,7 +356,9 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real"):
             # boot (identify_cpu), which taints the kernel and switches
             # lockdep off for the whole run.  4-level paging avoids it.
             "--append", " ".join(["no5lvl"] + root_flags(os.environ.get("DCNET_9P_CACHE", "loose")))]
-    qopts = clock_opts(clock)
+    qopts = clock_opts(clock, shift)
+    if qemu:
+        argv.append("--qemu=" + qemu)
     seed = os.environ.get("DCNET_VM_SEED")
     if seed:
         if not seed.isdigit():
@@ -333,12 +382,14 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real"):
         # seed repeats it exactly
         seed = seed or str(sealed.SEED)
         argv = sealed.qemu_argv(image, os.path.join(kdir, "arch/x86/boot/bzImage"), cpus, memory,
-                                console + ".serial", seed)
+                                console + ".serial", seed, shift=shift, qemu=qemu)
         qopts = argv[argv.index("-icount"):argv.index("-rtc") + 2]
     if verbose:
         print("vmrun:", " ".join(shlex.quote(a) for a in argv), file=sys.stderr)
     release = kernel_release(kdir)
-    meta = {"clock": clock, "icount_shift": ICOUNT_SHIFT if clock == "virtual" else None,
+    meta = {"clock": clock, "icount_shift": shift if clock == "virtual" else None,
+            "instructions_per_ns": instructions_per_ns(shift) if clock == "virtual" else None,
+            "qemu": qemu or shutil.which("qemu-system-x86_64"),
             "qemu_opts": qopts, "accel": "kvm" if os.environ.get("DCNET_VM_ACCEL") == "kvm" else "tcg",
             "cpus": cpus, "memory": memory, "kernel": release, "commit": git_commit(),
             "9p_cache": os.environ.get("DCNET_9P_CACHE", "loose"),
@@ -423,6 +474,9 @@ def main():
     ap.add_argument("--memory", default="2G")
     ap.add_argument("--clock", choices=CLOCKS, default=None,
                     help="virtual (QEMU icount) or real; default: DCNET_CLOCK, else real")
+    ap.add_argument("--shift", default=None,
+                    help="icount shift in virtual time, -10..10 (2^shift ns per instruction); "
+                         "default: DCNET_ICOUNT_SHIFT, else 0")
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     a = ap.parse_args()
@@ -438,7 +492,7 @@ def main():
         raise SystemExit(128 + signum)
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGHUP, on_term)
-    sys.exit(run(a.kernel, a.out, cmd, a.timeout, cpus, a.memory, a.verbose, clock))
+    sys.exit(run(a.kernel, a.out, cmd, a.timeout, cpus, a.memory, a.verbose, clock, a.shift))
 
 
 if __name__ == "__main__":
