@@ -2,14 +2,19 @@
 """What of a virtual-time guest repeats from one boot to the next.
 
     bench/determinism.py --kernel BUILD/obj-release --out DIR [--boots 2] [--seeds none,1]
+                         [--shifts=0,-2]
 
 Boots the kernel BOOTS times per seed setting ("none": QEMU's default,
 RDRAND from the host; a number: QEMU's -seed N, so the guest's
 RDRAND/RDSEED come from a PRNG seeded with N), always in virtual time
-(icount), and runs bench/vtprobe.sh in each: testbed/tools/vtprobe twice
-from the guest's tmpfs, through a 100 Mbit/s bottleneck.  Every line the
-probe prints is compared across the boots of one setting: equal, or the
-largest relative difference.  Writes DIR/determinism.json and
+(icount) at each icount shift of --shifts (a negative one dilates time:
+2^-shift instructions per ns, scripts/qemu.sh's QEMU), and runs
+bench/vtprobe.sh in each: testbed/tools/vtprobe twice from the guest's
+tmpfs, through a 100 Mbit/s bottleneck.  Every line the probe prints is
+compared across the boots of one setting (shift and seed): equal, or the
+largest relative difference.  Beside shift 0, the clock_gettime loop of a
+dilated guest runs 2^-shift times as many iterations in its 50 ms while
+the bottleneck's bytes stay the same.  Writes DIR/determinism.json and
 DIR/determinism.md.
 """
 import argparse
@@ -64,13 +69,14 @@ def spread(values):
     return f"{(hi - lo) / lo * 100:.2f}%" if lo else "differs"
 
 
-def boot(kernel, out, seed, timeout, cpus):
+def boot(kernel, out, seed, timeout, cpus, shift=0):
     env = dict(os.environ, DCNET_KUNIT="")
     env.pop("DCNET_VM_SEED", None)
     if seed != "none":
         env["DCNET_VM_SEED"] = seed
     cmd = [sys.executable, os.path.join(ROOT, "scripts", "vmrun.py"), "--kernel", kernel, "--out", out,
-           "--clock", "virtual", "--timeout", str(timeout), "--cpus", str(cpus), "--", "sh", "bench/vtprobe.sh"]
+           "--clock", "virtual", f"--shift={shift}", "--timeout", str(timeout), "--cpus", str(cpus),
+           "--", "sh", "bench/vtprobe.sh"]
     rc = subprocess.run(cmd, env=env, cwd=ROOT).returncode
     with open(os.path.join(out, "guest.log")) as f:
         return rc, parse(f.read())
@@ -82,33 +88,47 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--boots", type=int, default=2)
     ap.add_argument("--seeds", default="none,1", help="comma-separated: none or a number per setting")
+    ap.add_argument("--shifts", default="0", help="comma-separated icount shifts, -10..10")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--cpus", type=int, default=1, help="the guest's vCPUs (vmrun's default in virtual time: 1)")
     ap.add_argument("--timeout", type=int, default=1200)
     a = ap.parse_args()
     subprocess.run(["make", "-s", "-C", os.path.join(ROOT, "testbed", "tools")], check=True)
-    seeds = a.seeds.split(",")
-    jobs = [(s, b) for s in seeds for b in range(1, a.boots + 1)]
+    shifts = [int(x) for x in a.shifts.split(",")]
+    if any(x < 0 for x in shifts):
+        # build the dilating QEMU once, before the boots ask for it together
+        subprocess.run([os.path.join(ROOT, "scripts", "qemu.sh")], check=True)
+    # a setting: (shift, seed); its directory keeps the old name at shift 0
+    settings = [(sh, s) for sh in shifts for s in a.seeds.split(",")]
+
+    def name(st):
+        return f"seed-{st[1]}" if st[0] == 0 else f"shift{st[0]}-seed-{st[1]}"
+    jobs = [(st, b) for st in settings for b in range(1, a.boots + 1)]
     with ThreadPoolExecutor(a.jobs) as ex:
-        res = list(ex.map(lambda j: boot(os.path.abspath(a.kernel), os.path.join(a.out, f"seed-{j[0]}", f"boot{j[1]}"),
-                                         j[0], a.timeout, a.cpus), jobs))
-    failed = [j for j, r in zip(jobs, res) if r[0] != 0]
+        res = list(ex.map(lambda j: boot(os.path.abspath(a.kernel), os.path.join(a.out, name(j[0]), f"boot{j[1]}"),
+                                         j[0][1], a.timeout, a.cpus, j[0][0]), jobs))
+    failed = [(name(j[0]), j[1]) for j, r in zip(jobs, res) if r[0] != 0]
+    seeds = [name(st) for st in settings]
     table = {}
-    for s in seeds:
-        boots = [r[1] for j, r in zip(jobs, res) if j[0] == s]
+    for st in settings:
+        s = name(st)
+        boots = [r[1] for j, r in zip(jobs, res) if j[0] == st]
         table[s] = {}
         for sec in ("run1", "run2", "counters"):
             for k in boots[0].get(sec, {}):
                 vals = [b.get(sec, {}).get(k, "?") for b in boots]
                 table[s][f"{sec}.{k}"] = {"values": vals, "spread": spread(vals)}
     with open(os.path.join(a.out, "determinism.json"), "w") as f:
-        json.dump({"boots": a.boots, "cpus": a.cpus, "seeds": seeds, "failed": failed, "table": table}, f, indent=1)
+        json.dump({"boots": a.boots, "cpus": a.cpus, "shifts": shifts, "seeds": a.seeds.split(","),
+                   "settings": seeds, "failed": failed, "table": table}, f, indent=1)
     md = ["# Determinism of the virtual-time guest (bench/determinism.py)", "",
-          f"{a.boots} boots per setting, {a.cpus} vCPUs, virtual time (icount shift=0, sleep=off), kernel `{a.kernel}`.",
+          f"{a.boots} boots per setting, {a.cpus} vCPUs, virtual time (icount shift "
+          f"{', '.join(map(str, shifts))}; sleep=off), kernel `{a.kernel}`.",
           "A setting's boots run the same command; each cell is the values of its boots, then",
           "`equal` or the largest relative difference.", ""]
     keys = list(table[seeds[0]])
-    md.append("| probe line | what it shows | " + " | ".join(f"QEMU seed: {s}" for s in seeds) + " |")
+    md.append("| probe line | what it shows | " + " | ".join(
+        f"shift {st[0]}, QEMU seed {st[1]}" for st in settings) + " |")
     md.append("|---|---|" + "---|" * len(seeds))
     for k in keys:
         cells = []
