@@ -480,11 +480,11 @@ static void tcp_fastlane_syn(struct sock *sk, const struct tcp_fastlane_info *nf
 /* Does a notification for the SYN-ACK of @req carry what the SYN-ACK
  * carried?  With timestamps, a timestamp from the request's last second
  * (the SYN-ACK's own is not kept): a forger then needs the request's
- * random offset.
+ * random offset.  Counts a refusal (BadOpts or Stale).
  */
-static enum tcp_fastlane_data_verdict
-tcp_fastlane_req_ts(const struct request_sock *req,
-		    const struct tcp_fastlane_info *nf)
+static bool tcp_fastlane_req_ts_ok(struct net *net,
+				   const struct request_sock *req,
+				   const struct tcp_fastlane_info *nf)
 {
 	const struct tcp_request_sock *treq = tcp_rsk(req);
 	struct tcp_fastlane_data_state st = {
@@ -495,8 +495,17 @@ tcp_fastlane_req_ts(const struct request_sock *req,
 	};
 	u32 window = treq->req_usec_ts ? USEC_PER_SEC : MSEC_PER_SEC;
 
-	return tcp_fastlane_ack_verdict(&st, tcp_clock_ts(treq->req_usec_ts) +
-					treq->ts_off, window);
+	switch (tcp_fastlane_ack_verdict(&st, tcp_clock_ts(treq->req_usec_ts) +
+					 treq->ts_off, window)) {
+	case TCP_FASTLANE_DATA_TAKE:
+		return true;
+	case TCP_FASTLANE_DATA_BADOPTS:
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBADOPTS);
+		return false;
+	default:
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
+		return false;
+	}
 }
 
 /* A notification for the SYN-ACK of a Fast Open child (a full socket in
@@ -512,16 +521,8 @@ static void tcp_fastlane_fastopen_synack(struct sock *sk,
 {
 	struct net *net = sock_net(sk);
 
-	switch (tcp_fastlane_req_ts(req, nf)) {
-	case TCP_FASTLANE_DATA_BADOPTS:
-		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBADOPTS);
+	if (!tcp_fastlane_req_ts_ok(net, req, nf))
 		return;
-	case TCP_FASTLANE_DATA_TAKE:
-		break;
-	default:
-		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
-		return;
-	}
 	if (!nf->ack || nf->seq != tcp_rsk(req)->snt_isn ||
 	    req->num_retrans > 2) {
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
@@ -670,16 +671,8 @@ EXPORT_SYMBOL_GPL(tcp_fastlane_backlog_rcv);
 static void tcp_fastlane_req(struct net *net, struct request_sock *req,
 			     const struct tcp_fastlane_info *nf)
 {
-	switch (tcp_fastlane_req_ts(req, nf)) {
-	case TCP_FASTLANE_DATA_BADOPTS:
-		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBADOPTS);
+	if (!tcp_fastlane_req_ts_ok(net, req, nf))
 		return;
-	case TCP_FASTLANE_DATA_TAKE:
-		break;
-	default:
-		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
-		return;
-	}
 	if (!nf->syn || !nf->ack || nf->seq != tcp_rsk(req)->snt_isn ||
 	    req->num_retrans > 2) {
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
