@@ -78,8 +78,13 @@ def boot(kernel, out, seed, timeout, cpus, shift=0):
            "--clock", "virtual", f"--shift={shift}", "--timeout", str(timeout), "--cpus", str(cpus),
            "--", "sh", "bench/vtprobe.sh"]
     rc = subprocess.run(cmd, env=env, cwd=ROOT).returncode
+    try:
+        with open(os.path.join(out, "vm.json")) as f:
+            wall = json.load(f).get("wall_s")
+    except (OSError, ValueError):
+        wall = None
     with open(os.path.join(out, "guest.log")) as f:
-        return rc, parse(f.read())
+        return rc, parse(f.read()), wall
 
 
 def main():
@@ -120,7 +125,9 @@ def main():
                 table[s][f"{sec}.{k}"] = {"values": vals, "spread": spread(vals)}
     with open(os.path.join(a.out, "determinism.json"), "w") as f:
         json.dump({"boots": a.boots, "cpus": a.cpus, "shifts": shifts, "seeds": a.seeds.split(","),
-                   "settings": seeds, "failed": failed, "table": table}, f, indent=1)
+                   "settings": seeds, "failed": failed, "table": table,
+                   "wall_s": {name(st): [r[2] for j, r in zip(jobs, res) if j[0] == st] for st in settings}},
+                  f, indent=1)
     md = ["# Determinism of the virtual-time guest (bench/determinism.py)", "",
           f"{a.boots} boots per setting, {a.cpus} vCPUs, virtual time (icount shift "
           f"{', '.join(map(str, shifts))}; sleep=off), kernel `{a.kernel}`.",
@@ -136,6 +143,10 @@ def main():
             c = table[s].get(k)
             cells.append(f"{' / '.join(c['values'])} (**{c['spread']}**)" if c else "")
         md.append(f"| {k} | {MEANING.get(k.split('.', 1)[1], '')} | " + " | ".join(cells) + " |")
+    md += ["", "Wall time per boot (s): " + "; ".join(
+        f"shift {st[0]}, seed {st[1]}: " + " / ".join(
+            "?" if r[2] is None else f"{r[2]:.0f}" for j, r in zip(jobs, res) if j[0] == st)
+        for st in settings)]
     if failed:
         md += ["", f"Failed boots: {failed}"]
     with open(os.path.join(a.out, "determinism.md"), "w") as f:

@@ -450,6 +450,10 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real", shift=No
         pass
 
     ok = status == 0 and not splats
+    # the wall time of the boot, for the reports' regime statements
+    meta["wall_s"] = round(elapsed, 1)
+    with open(os.path.join(out, "vm.json"), "w") as f:
+        json.dump(meta, f, indent=1)
     print(f"vmrun: {' '.join(cmd)}: guest status {status}, vng {vng_rc}, "
           f"{len(splats)} splat lines, {elapsed:.0f} s, {clock} clock", file=sys.stderr)
     if vng_rc is None:
