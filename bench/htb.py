@@ -42,6 +42,7 @@ sys.path.insert(0, ROOT)
 from dcnet import hostrun  # noqa: E402
 from dcnet.stats import cpu_busy, cpu_sample  # noqa: E402
 from dcnet.stats import busy_pct, cpu_note  # noqa: E402
+from dcnet import regime  # noqa: E402
 
 SCHEMES = ["plain", "ce", "ece", "rwnd", "fq_codel"]
 CC = dict(plain="cubic", ce="dctcp", ece="dctcp", rwnd="cubic", fq_codel="dctcp")
@@ -81,6 +82,10 @@ MEASURE_FROM_S = 1.5
 # limiter would drain it.
 PAPER_RATE_BPS = 1e9
 PAPER_UNLOADED_US = 62
+# Fig. 4's example threshold (median RTT 224 us at 1 Gbit/s) and the
+# length of its runs ("a 20-second experiment duration")
+PAPER_K_BYTES = 60000
+PAPER_RUN_S = 20
 
 
 def tc():
@@ -378,8 +383,9 @@ def calibrate():
 
 
 def guest_main(a):
-    global FLOWS_RUN
+    global FLOWS_RUN, K_BYTES
     FLOWS_RUN = [int(x) for x in a.flows.split(",")]
+    K_BYTES = a.k_bytes
     out = os.environ["DCNET_OUT"]
     subprocess.run("modprobe tcp_dctcp", shell=True, check=True)
     from dcnet.warm import install_for_guest
@@ -611,6 +617,15 @@ def report(res, pngs, out):
          + cpu_note(cells), "",
          f"Unloaded RTT through the configured limiter (sockperf, round trip): p50 {fmt_us(u['p50_us'])}, "
          f"p99.9 {fmt_us(u['p999_us'])}; virtual CPU {busy_pct(u.get('cpu_busy'))} busy.", "",
+         "## Regime", "",
+         "The ratios that decide the result, computed from the parameters (buffer: the marking threshold K; "
+         "base RTT: the unloaded p50; the kernel's RTOmin 200 ms and delayed ACK 40 ms in both columns).", "",
+         *regime.table(regime.ratios(res["rate_mbit"] * 1e6, (u.get("p50_us") or 0) * 1e-6 or None,
+                                     buffer_bytes=res["k_bytes"], run_s=res["duration_s"],
+                                     instructions_per_ns=hostrun.vm_meta(out).get("instructions_per_ns"),
+                                     cpu_busy=max([b for _, b in cells if b is not None], default=None)),
+                       regime.ratios(PAPER_RATE_BPS, PAPER_UNLOADED_US * 1e-6, buffer_bytes=PAPER_K_BYTES,
+                                     run_s=PAPER_RUN_S), "paper (Fig. 4, K = 60 KB)"), "",
          "## Table 1: one sender, one receiver", "",
          "Saturation and CV twice: of the limiter's output (`wire`, its device's tx bytes every 100 ms, "
          "frames as HTB counts them, so R allows 100%) and of what iperf3's receivers read (goodput, at most "
@@ -676,7 +691,7 @@ def host_main(a):
            "--rate-mbit", str(a.rate_mbit), "--duration", str(a.duration)]
     if a.no_table2:
         cmd.append("--no-table2")
-    cmd += ["--flows", a.flows]
+    cmd += ["--flows", a.flows, "--k-bytes", str(a.k_bytes)]
 
     def render(raw, res, out):
         report(res, plots(raw, res, out), out)
@@ -692,6 +707,9 @@ def main():
                     help="limiter rate; 0 (default): measure the guest and scale to it")
     ap.add_argument("--duration", type=int, default=DURATION_S, help="seconds per cell")
     ap.add_argument("--no-table2", action="store_true", help="only the one-receiver table")
+    ap.add_argument("--k-bytes", type=int, default=K_BYTES,
+                    help=f"marking threshold K of ce/ece/rwnd and fq_codel's ce_threshold (default {K_BYTES}; "
+                         "the paper's Fig. 4 uses 20-100 KB at 1 Gbit/s)")
     ap.add_argument("--flows", default=",".join(map(str, FLOWS)),
                     help="iperf3 flow counts of Table 1 (default 1,2,8,16)")
     a = ap.parse_args()
