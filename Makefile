@@ -22,7 +22,7 @@ REPEAT ?= 1
 PRESTO_EXPS := grid rx cpu cpu-clos flowlet oversub trace failover steady-stride steady-bijection steady-random
 
 .PHONY: all deps kernel kernel-debug kernel-release tools demo check check-host \
-	check-guest bench-d2tcp bench-d2tcp-atscale bench-htb bench-fastlane bench-fastlane-clos bench-presto $(addprefix bench-presto-,$(PRESTO_EXPS)) bench-presto-flowlet-sweep iproute2 ovs series series-bisect checkpatch docs-tables clean distclean help \
+	check-guest bench-d2tcp bench-d2tcp-atscale bench-htb bench-fastlane bench-fastlane-clos bench-presto $(addprefix bench-presto-,$(PRESTO_EXPS)) bench-presto-flowlet-sweep iproute2 ovs qemu series series-bisect checkpatch docs-tables clean distclean help \
 	testbed testbed-physical-selftest
 
 all: deps kernel-release tools demo testbed
@@ -48,6 +48,12 @@ tools: iproute2
 # tc with iproute2-patches/ applied, in $(BUILD)/iproute2/tc/tc
 iproute2:
 	@scripts/iproute2.sh
+
+# qemu-system-x86_64 (Debian's QEMU 7.2 source) with qemu-patches/ applied,
+# in $(BUILD)/qemu/build: icount with a negative shift, for dilated time
+# (DCNET_ICOUNT_SHIFT=-N; scripts/vmrun.py builds it on first use).
+qemu: deps
+	@scripts/qemu.sh
 
 # Open vSwitch 3.1 with ovs-patches/ applied, built in $(BUILD)/ovs and
 # installed in $(BUILD)/ovs-install (scripts/ovs.sh).

@@ -277,3 +277,41 @@ def architecture_kconfig():
     rows = [("`CONFIG_%s`" % o["name"], o["type"], o["prompt"], dep(o["depends"]))
             for o in _kconfig()]
     return md_table(("option (%d in `Kconfig`)" % len(rows), "type", "prompt", "depends on"), rows)
+
+
+# --- docs/architecture.md: dilated time ----------------------------------------
+
+def _ints(tab, key):
+    return [int(v) for v in tab[key]["values"]]
+
+
+@table("architecture-dilation")
+def architecture_dilation():
+    """bench/determinism.py --shifts: per shift, whether the boots agree,
+    the CPU loop against shift 0's, the guest's boot time, the bottleneck's
+    bytes and the wall time per boot (docs/results/determinism/dilated/)."""
+    d = load_json(DETERMINISM, "dilated", "determinism.json")
+    seed = d["seeds"][0]
+
+    def name(shift):
+        return "seed-%s" % seed if shift == 0 else "shift%d-seed-%s" % (shift, seed)
+    base = d["table"][name(0)] if 0 in d["shifts"] else None
+    rows = []
+    for sh in d["shifts"]:
+        tab = d["table"][name(sh)]
+        equal = sum(1 for v in tab.values() if v["spread"] == "equal")
+        loop = _ints(tab, "run1.loop_iters")[0]
+        ratio = " (%.2fx shift 0)" % (loop / _ints(base, "run1.loop_iters")[0]) if base and sh != 0 else ""
+        sent = _ints(tab, "counters.tbf_sent_bytes")[0]
+        wall = [w for w in d.get("wall_s", {}).get(name(sh), []) if w is not None]
+        rows.append(("%d" % sh, "%g" % (2.0 ** -sh), "%d" % len(tab[next(iter(tab))]["values"]),
+                     "%d of %d" % (equal, len(tab)),
+                     "%.2f M%s" % (loop / 1e6, ratio),
+                     "%.1f s" % (_ints(tab, "run1.start_ns")[0] / 1e9),
+                     "%.1f MB" % (sent / 1e6),
+                     " / ".join("%.0f s" % w for w in wall) or "?"))
+    return md_table(("shift", "instructions per ns", "boots", "probe lines equal across boots",
+                     "CPU loop, 50 ms", "guest time to the probe",
+                     "through the 100 Mbit/s bottleneck (2 flows for 1 s, twice)",
+                     "wall time per boot"), rows) + \
+        "\nData: [determinism/dilated](results/determinism/dilated/) (release kernel, QEMU seed %s).\n" % seed
