@@ -286,6 +286,67 @@ rc=$?"""
 LOG_VIRTUAL = """{cmd} > /tmp/dcnet-guest.log 2>&1
 rc=$?
 cat /tmp/dcnet-guest.log >> {out}/guest.log"""
+# Sealed: the same, and the output also goes to this script's stdout, the
+# serial console, whose file scripts/vmrun.py follows while the guest runs
+# (progress) and keeps when the run ends without results.  The console is
+# the machine's one device; writing to it is part of the guest's
+# deterministic instruction stream (docs/results/determinism).
+LOG_SEALED = """{{ {cmd} 2>&1; echo $? > /tmp/dcnet-rc; }} | tee /tmp/dcnet-guest.log
+rc=$(cat /tmp/dcnet-rc)
+cat /tmp/dcnet-guest.log >> {out}/guest.log"""
+
+
+def progress_on():
+    """Whether a sealed guest's output is shown while it runs
+    (DCNET_VM_PROGRESS, default on; 0 keeps it in the guest)."""
+    return os.environ.get("DCNET_VM_PROGRESS", "1").strip() != "0"
+
+
+class Follow:
+    """Print the lines a file gains (the sealed guest's console) to stderr
+    with a prefix, from a thread, until stop(); the results archive that
+    ends the run (sealed.BEGIN) is not printed."""
+
+    def __init__(self, path, prefix="guest: ", interval=2.0):
+        import threading
+        import sealed
+        self.begin = sealed.BEGIN
+        self.path, self.prefix, self.interval = path, prefix, interval
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.pos, self.partial, self.ended = 0, b"", False
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def poll(self):
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.pos)
+                data = f.read()
+        except OSError:
+            return
+        self.pos += len(data)
+        lines = (self.partial + data).split(b"\n")
+        self.partial = lines.pop()
+        for line in lines:
+            if self.ended:
+                return
+            text = line.decode(errors="replace").rstrip("\r")
+            if text.startswith(self.begin):
+                self.ended = True
+                return
+            print(self.prefix + text, file=sys.stderr, flush=True)
+
+    def _run(self):
+        while not self.done.wait(self.interval):
+            self.poll()
+
+    def stop(self):
+        self.done.set()
+        self.thread.join()
+        self.poll()
 
 
 def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real", shift=None):
@@ -343,7 +404,8 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real", shift=No
                                     tc=shlex.quote(tc), ss=shlex.quote(ss), toolbox=toolbox,
                                     venv=shlex.quote(venv),
                                     passed=passed_env(os.environ),
-                                    log=(LOG_VIRTUAL if clock == "virtual" else LOG_REAL).format(
+                                    log=(LOG_SEALED if sealed_root and progress_on() else
+                                         LOG_VIRTUAL if clock == "virtual" else LOG_REAL).format(
                                         out=shlex.quote(gout), cmd=" ".join(shlex.quote(c) for c in cmd))))
     os.chmod(script, 0o755)
 
@@ -398,6 +460,7 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real", shift=No
     with open(os.path.join(out, "vm.json"), "w") as f:
         json.dump(meta, f, indent=1)
     t0 = time.time()
+    follow = Follow(console + ".serial").start() if sealed_root and progress_on() else None
     with open(console, "w") as con:
         # vng wants a terminal-ish stdin; give it /dev/null.  Its own
         # session, so that a timeout ends QEMU too, not only vng.
@@ -415,12 +478,20 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real", shift=No
         # Nothing of the run outlives it (QEMU after a timeout, a helper
         # vng left behind).
         kill_group(proc)
+        if follow:
+            follow.stop()
     elapsed = time.time() - t0
     if sealed_root:
         # QEMU wrote the guest's serial console beside its own output
         serial = console + ".serial"
         n = sealed.unpack(serial, out)
         print(f"vmrun: sealed guest returned {n if n is not None else 'no'} result files", file=sys.stderr)
+        if n is None and os.path.exists(serial) and not os.path.exists(os.path.join(out, "guest.log")):
+            # no results (a timeout, a hang): what the guest printed is
+            # the partial log
+            shutil.copyfile(serial, os.path.join(out, "guest.log"))
+            print(f"vmrun: no results; the guest's console is {os.path.join(out, 'guest.log')}",
+                  file=sys.stderr)
         if os.path.exists(serial):
             with open(serial, "rb") as src, open(console, "ab") as dst:
                 shutil.copyfileobj(src, dst)

@@ -397,3 +397,27 @@ def test_sealed_icount_records_unless_told_not_to(monkeypatch):
     monkeypatch.setenv("DCNET_VM_RR", "replay")
     with pytest.raises(SystemExit):
         sealed.qemu_argv("img", "bz", 1, "2G", "con")
+
+
+def test_follow_prints_the_console_as_it_grows_but_not_the_results(tmp_path, capsys):
+    """A sealed guest's console is shown while it runs (vmrun.Follow):
+    whole lines as they arrive, the results archive left out."""
+    import sealed
+    con = tmp_path / "console"
+    con.write_bytes(b"sealed: booted\r\ntable1 plain  1 fl")
+    f = vmrun.Follow(str(con), interval=0.05)
+    f.poll()
+    assert capsys.readouterr().err == "guest: sealed: booted\n"
+    with open(con, "ab") as w:
+        w.write(b"ows: rtt 1\n\n" + sealed.BEGIN.encode() + b"\nAAAA\n" + sealed.END.encode() + b"\n")
+    f.poll()
+    assert capsys.readouterr().err == "guest: table1 plain  1 flows: rtt 1\nguest: \n"
+
+
+def test_sealed_guest_tees_its_output_unless_told_not_to(monkeypatch):
+    monkeypatch.delenv("DCNET_VM_PROGRESS", raising=False)
+    assert vmrun.progress_on()
+    script = vmrun.LOG_SEALED.format(cmd="sh x.sh", out="/dcnet/out")
+    assert "| tee /tmp/dcnet-guest.log" in script and "rc=$(cat /tmp/dcnet-rc)" in script
+    monkeypatch.setenv("DCNET_VM_PROGRESS", "0")
+    assert not vmrun.progress_on()
