@@ -192,3 +192,34 @@ def _combined_816():
     p2, o2, _, v2 = solution_row("rwnd", PAPER_RWND, (8, 16))
     return (p1 + "; RWND " + p2, "ECE " + o1 + "; RWND " + o2, s,
             v1 if v1 == v2 else "ECE %s, RWND %s" % (v1, v2))
+
+
+# --- the paper's rate in dilated time (docs/results/htb-fig4-dilated) ---------
+
+DILATED = "htb-fig4-dilated"
+# Sec. 3.2, Fig. 4 (1 Gbit/s, one flow): DCTCP + ECN at K = 60 KB, median
+# RTT 224 us; native HTB 957 us.  Sec. 4, "Preliminary Results" (1 Gbit/s,
+# K not stated): ECE 950 Mbit/s at 166 us, RWND 956 Mbit/s at 161 us.
+PAPER_FIG4_P50_US = dict(plain=957, ce=224, ece=166, rwnd=161)
+
+
+@table("htb-dilated")
+def dilated_table():
+    res = load_json(DILATED, "results.json")
+    meta = load_json(DILATED, "vm.json")
+    rows = []
+    for r in res["table1"]:
+        paper = PAPER_FIG4_P50_US.get(r["scheme"])
+        rows.append((r["scheme"], "%d" % r["flows"], "%.0f" % r["tput_mbit"], _pct(r["saturation"]),
+                     _t(r["rtt_p50_us"]), _t(r["rtt_p999_us"]), _t(paper) if paper else "-",
+                     "%.0f%%" % (r["cpu_busy"] * 100)))
+    return md_table(("scheme", "flows", "goodput (Mbit/s)", "of R", "RTT p50", "RTT p99.9",
+                     "paper's p50", "virtual CPU busy"), rows) + (
+        "\nR = %d Mbit/s, K = %d B, %d s per cell, icount shift %d (%g instructions per ns); "
+        "unloaded RTT %s. Data: [htb-fig4-dilated](results/htb-fig4-dilated/).\n" % (
+            res["rate_mbit"], res["k_bytes"], res["duration_s"], meta["icount_shift"],
+            meta["instructions_per_ns"], _t(res["unloaded_rtt"]["p50_us"])))
+
+
+def _t(us):
+    return _ms(us) if us >= 1000 else _us(us)
