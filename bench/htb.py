@@ -620,7 +620,7 @@ def report(res, pngs, out):
          "## Regime", "",
          "The ratios that decide the result, computed from the parameters (buffer: the marking threshold K; "
          "base RTT: the unloaded p50; the kernel's RTOmin 200 ms and delayed ACK 40 ms in both columns).", "",
-         *regime.table(regime.ratios(res["rate_mbit"] * 1e6, (u.get("p50_us") or 0) * 1e-6 or None,
+         *regime.table(regime.ratios(res["rate_mbit"] * 1e6, u["p50_us"] * 1e-6 if u.get("p50_us") else None,
                                      buffer_bytes=res["k_bytes"], run_s=res["duration_s"],
                                      instructions_per_ns=hostrun.vm_meta(out).get("instructions_per_ns"),
                                      cpu_busy=max([b for _, b in cells if b is not None], default=None)),

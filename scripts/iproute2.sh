@@ -11,28 +11,17 @@ SRC=$BUILD/iproute2-src
 TREE=$BUILD/iproute2
 log() { echo "iproute2: $*"; }
 die() { echo "iproute2: $*" >&2; exit 1; }
+. "$ROOT/scripts/debsrc.sh"
 
 stamp=$(cat "$ROOT"/iproute2-patches/*.patch | sha256sum | cut -d' ' -f1)
 if [ -x "$TREE/tc/tc" ] && [ -x "$TREE/misc/ss" ] && [ "$(cat "$TREE/.dcnet-stamp" 2>/dev/null)" = "$stamp" ]; then
 	exit 0
 fi
 
-# The source package, through a private deb-src list: the system's apt
-# configuration is left as it is.
+# The source package (scripts/debsrc.sh)
 if ! ls "$SRC"/iproute2_*.orig.tar.* >/dev/null 2>&1; then
 	log "fetching the iproute2 source package"
-	mkdir -p "$SRC/sources.list.d" "$SRC/lists/partial" "$SRC/cache/archives/partial"
-	cat >"$SRC/sources.list.d/dcnet-src.sources" <<-EOF
-	Types: deb-src
-	URIs: http://deb.debian.org/debian
-	Suites: bookworm
-	Components: main
-	Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-	EOF
-	apt=(apt-get -qq -o Dir::Etc::SourceParts="$SRC/sources.list.d" -o Dir::Etc::SourceList=/dev/null
-		-o Dir::State::Lists="$SRC/lists" -o Dir::Cache="$SRC/cache")
-	"${apt[@]}" update
-	(cd "$SRC" && "${apt[@]}" source --download-only iproute2 2>&1 | grep -v unsandboxed || true)
+	debsrc_fetch "$SRC" iproute2
 	ls "$SRC"/iproute2_*.orig.tar.* >/dev/null 2>&1 || die "apt-get source iproute2 failed"
 fi
 

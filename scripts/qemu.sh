@@ -16,6 +16,7 @@ TREE=$BUILD/qemu
 BIN=$TREE/build/qemu-system-x86_64
 log() { echo "qemu: $*" >&2; }
 die() { echo "qemu: $*" >&2; exit 1; }
+. "$ROOT/scripts/debsrc.sh"
 
 stamp=$(cat "$ROOT"/qemu-patches/*.patch | sha256sum | cut -d' ' -f1)
 if [ -x "$BIN" ] && [ "$(cat "$TREE/.dcnet-stamp" 2>/dev/null)" = "$stamp" ]; then
@@ -23,25 +24,11 @@ if [ -x "$BIN" ] && [ "$(cat "$TREE/.dcnet-stamp" 2>/dev/null)" = "$stamp" ]; th
 	exit 0
 fi
 
-# The source package, through a private deb-src list: the system's apt
-# configuration is left as it is.
+# The source package (scripts/debsrc.sh), the version of the installed
+# qemu-system-x86 when the index has it
 if ! ls "$SRC"/qemu_*.dsc >/dev/null 2>&1; then
 	log "fetching the qemu source package"
-	mkdir -p "$SRC/sources.list.d" "$SRC/lists/partial" "$SRC/cache/archives/partial"
-	cat >"$SRC/sources.list.d/dcnet-src.sources" <<-EOS
-	Types: deb-src
-	URIs: http://deb.debian.org/debian
-	Suites: bookworm
-	Components: main
-	Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-	EOS
-	apt=(apt-get -qq -o Dir::Etc::SourceParts="$SRC/sources.list.d" -o Dir::Etc::SourceList=/dev/null
-		-o Dir::State::Lists="$SRC/lists" -o Dir::Cache="$SRC/cache")
-	"${apt[@]}" update
-	# the version of the installed qemu-system-x86 when the index has it
-	ver=$(dpkg-query -W -f='${Source:Version}' qemu-system-x86 2>/dev/null || true)
-	(cd "$SRC" && { { [ -n "$ver" ] && "${apt[@]}" source --download-only "qemu=$ver"; } ||
-		"${apt[@]}" source --download-only qemu; } 2>&1 | grep -v unsandboxed || true)
+	debsrc_fetch "$SRC" qemu "$(dpkg-query -W -f='${Source:Version}' qemu-system-x86 2>/dev/null || true)"
 	ls "$SRC"/qemu_*.dsc >/dev/null 2>&1 || die "apt-get source qemu failed"
 fi
 for t in meson ninja pkg-config; do
@@ -56,7 +43,7 @@ dpkg-source -q -x --no-check "$(ls "$SRC"/qemu_*.dsc | tail -1)" "$TREE" >/dev/n
 for p in "$ROOT"/qemu-patches/*.patch; do
 	patch -d "$TREE" -p1 -s --no-backup-if-mismatch <"$p" || die "$(basename "$p") does not apply"
 done
-log "building qemu-system-x86_64 $(cat "$TREE/VERSION") (a few tens of minutes on two CPUs)"
+log "building qemu-system-x86_64 $(cat "$TREE/VERSION") (about 5 min on two CPUs)"
 mkdir -p "$TREE/build"
 (cd "$TREE/build" &&
 	../configure --target-list=x86_64-softmmu --without-default-features \

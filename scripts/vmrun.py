@@ -30,9 +30,9 @@ The clock (--clock, or DCNET_CLOCK when the flag is not given):
 The shift (--shift, else DCNET_ICOUNT_SHIFT, else 0): the virtual CPU
 runs one instruction per 2^shift ns.  A negative shift -N runs 2^N
 instructions per ns: a faster CPU in the guest's own time, with every
-kernel timer at its nominal value (time dilation: a link at 10 Gbit/s
-gets the instructions per packet that 2.5 Gbit/s gets at shift 0, and
-the wall time of a run grows by 2^N).  Debian's QEMU takes 0..10 only; a
+kernel timer at its nominal value (time dilation: at shift -2 a link at
+10 Gbit/s gets the instructions per packet that 2.5 Gbit/s gets at shift
+0, and the wall time of a busy guest grows by 4).  Debian's QEMU takes 0..10 only; a
 negative shift uses the QEMU that scripts/qemu.sh builds with
 qemu-patches/ (built on first use, then cached), DCNET_QEMU names another.
 vCPUs (--cpus, else DCNET_VM_CPUS): one in virtual time, two in real
@@ -351,7 +351,7 @@ class Follow:
 
 def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real", shift=None):
     shift = icount_shift(shift)
-    qemu = qemu_binary(shift) if clock == "virtual" else os.environ.get("DCNET_QEMU") or None
+    qemu = qemu_binary(shift if clock == "virtual" else 0)
     kernel = os.path.abspath(kernel)
     out = os.path.abspath(out)
     if os.path.isdir(kernel):
