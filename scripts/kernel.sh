@@ -2,8 +2,10 @@
 # Build the patched kernel.
 #
 #   scripts/kernel.sh prepare            pristine tree + new files + kernel-patches/ -> build/linux
-#   scripts/kernel.sh config  FLAVOR     build/obj-FLAVOR/.config (FLAVOR: debug | release)
+#   scripts/kernel.sh config  FLAVOR     build/obj-FLAVOR/.config (FLAVOR: debug | release | hardware | cloud)
 #   scripts/kernel.sh build   FLAVOR     bzImage + modules in build/obj-FLAVOR
+#   scripts/kernel.sh deb     FLAVOR     Debian packages of build/obj-FLAVOR (bindeb-pkg)
+#                                        in build/packages/kernel-FLAVOR
 #   scripts/kernel.sh version            the kernel version of the source package
 #   scripts/kernel.sh check-version [KERNEL [DEBIAN]]
 #                                        compare the source with the version the
@@ -251,49 +253,89 @@ vng_fragment() {
 	mv "$out.tmp" "$out"
 }
 
-cmd_config() {
-	local flavor=${1:?flavor}
-	local obj=$BUILD/obj-$flavor
-	[ -f "$ROOT/kconfig/$flavor.config" ] || die "unknown flavor $flavor"
-	mkdir -p "$obj"
-	vng_fragment "$BUILD/vng.config"
-	local frags=("$BUILD/vng.config" "$ROOT/kconfig/base.config" "$ROOT/kconfig/$flavor.config")
-	local stamp
-	stamp=$(cat "${frags[@]}" "$ROOT/Kconfig" "$TREE/.dcnet-stamp" | sha256sum | cut -d' ' -f1)
-	if [ -f "$obj/.config" ] && [ -f "$obj/.dcnet-config-stamp" ] &&
-		[ "$(cat "$obj/.dcnet-config-stamp")" = "$stamp" ]; then
-		return
-	fi
-	log "configuring $flavor kernel"
-	make -s -C "$TREE" O="$obj" x86_64_defconfig >/dev/null
-	(cd "$obj" && "$TREE/scripts/kconfig/merge_config.sh" -m -O "$obj" "$obj/.config" "${frags[@]}" >"$obj/merge.log" 2>&1) ||
-		{ cat "$obj/merge.log" >&2; die "merge_config failed"; }
-	make -s -C "$TREE" O="$obj" olddefconfig >/dev/null
-	# Every option our fragments ask for must have survived olddefconfig.
-	local bad=0 line name want got
+# Every option the fragments $2... ask for must have survived olddefconfig
+# in the configuration $1.
+check_options() {
+	local config=$1 bad=0 line name want got
+	shift
 	while read -r line; do
 		case "$line" in
 		CONFIG_*=*) name=${line%%=*}; want=${line#*=} ;;
 		"# CONFIG_"*" is not set") name=${line#\# }; name=${name%% *}; want=n ;;
 		*) continue ;;
 		esac
-		got=$(grep -E "^$name=|^# $name is not set" "$obj/.config" | head -1)
+		got=$(grep -E "^$name=|^# $name is not set" "$config" | head -1)
 		case "$got" in
 		"$name=$want") ;;
 		"# $name is not set") [ "$want" = n ] || { log "$name: wanted $want, got n"; bad=1; } ;;
 		"") [ "$want" = n ] || { log "$name: wanted $want, option unknown or unmet dependency"; bad=1; } ;;
 		*) log "$name: wanted $want, got ${got#*=}"; bad=1 ;;
 		esac
-	done < <(cat "$ROOT/kconfig/base.config" "$ROOT/kconfig/$flavor.config")
-	[ $bad = 0 ] || die "the $flavor configuration does not hold what kconfig/ asks for"
+	done < <(cat "$@")
+	return $bad
+}
+
+# Debian's configurations (package linux-config-6.12) of the flavors for
+# real machines: hardware is linux-image-amd64's, cloud linux-image-cloud-amd64's
+# (virtual machines: virtio, Xen, Hyper-V, ENA, gVNIC; a third of the
+# modules).  Both take kconfig/hardware.config.
+debian_config() {
+	local d=${DCNET_DEBIAN_CONFIG_DIR:-/usr/src/linux-config-6.12}
+	case "$1" in
+	hardware) echo "$d/config.amd64_none_amd64.xz" ;;
+	cloud) echo "$d/config.amd64_none_cloud-amd64.xz" ;;
+	esac
+}
+
+cmd_config() {
+	local flavor=${1:?flavor}
+	local obj=$BUILD/obj-$flavor
+	local frags checked start debcfg
+	debcfg=$(debian_config "$flavor")
+	[ -n "$debcfg" ] || [ -f "$ROOT/kconfig/$flavor.config" ] || die "unknown flavor $flavor"
+	mkdir -p "$obj"
+	if [ -n "$debcfg" ]; then
+		[ -r "$debcfg" ] || die "$debcfg missing (apt-get install linux-config-6.12)"
+		xzcat -f "$debcfg" >"$obj/debian.config"
+		frags=("$ROOT/kconfig/hardware.config")
+		# Debug information (and with it BTF) is Debian's default and
+		# doubles the build; DCNET_DEBUG_INFO=1 keeps it.
+		if [ "${DCNET_DEBUG_INFO:-0}" != 1 ]; then
+			frags+=("$ROOT/kconfig/no-debug-info.config")
+		fi
+		checked=("${frags[@]}")
+		start=("$obj/debian.config")
+	else
+		vng_fragment "$BUILD/vng.config"
+		frags=("$BUILD/vng.config" "$ROOT/kconfig/base.config" "$ROOT/kconfig/$flavor.config")
+		checked=("$ROOT/kconfig/base.config" "$ROOT/kconfig/$flavor.config")
+		start=()
+	fi
+	local stamp
+	stamp=$(cat "${start[@]}" "${frags[@]}" "$ROOT/Kconfig" "$TREE/.dcnet-stamp" | sha256sum | cut -d' ' -f1)
+	if [ -f "$obj/.config" ] && [ -f "$obj/.dcnet-config-stamp" ] &&
+		[ "$(cat "$obj/.dcnet-config-stamp")" = "$stamp" ]; then
+		return
+	fi
+	log "configuring $flavor kernel"
+	if [ ${#start[@]} -gt 0 ]; then
+		cp "${start[0]}" "$obj/.config"
+	else
+		make -s -C "$TREE" O="$obj" x86_64_defconfig >/dev/null
+	fi
+	(cd "$obj" && "$TREE/scripts/kconfig/merge_config.sh" -m -O "$obj" "$obj/.config" "${frags[@]}" >"$obj/merge.log" 2>&1) ||
+		{ cat "$obj/merge.log" >&2; die "merge_config failed"; }
+	make -s -C "$TREE" O="$obj" olddefconfig >/dev/null
+	check_options "$obj/.config" "${checked[@]}" ||
+		die "the $flavor configuration does not hold what kconfig/ asks for"
 	echo "$stamp" >"$obj/.dcnet-config-stamp"
 }
 
-cmd_build() {
-	local flavor=${1:?flavor}
-	local obj=$BUILD/obj-$flavor
-	cmd_prepare
-	cmd_config "$flavor"
+# make in the patched tree for obj-$1, through ccache, with the build
+# metadata fixed (the same tree builds the same kernel on every machine).
+kmake() {
+	local flavor=$1
+	shift
 	local cc=gcc
 	if command -v ccache >/dev/null; then
 		cc="ccache gcc"
@@ -301,14 +343,59 @@ cmd_build() {
 		export CCACHE_SLOPPINESS=time_macros,include_file_mtime,include_file_ctime
 		export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-10G}
 	fi
+	make -C "$TREE" O="$BUILD/obj-$flavor" -j"$JOBS" CC="$cc" \
+		KBUILD_BUILD_TIMESTAMP='2024-01-01' KBUILD_BUILD_USER=dcnet KBUILD_BUILD_HOST=dcnet \
+		"$@"
+}
+
+cmd_build() {
+	local flavor=${1:?flavor}
+	local obj=$BUILD/obj-$flavor
+	cmd_prepare
+	cmd_config "$flavor"
 	log "building $flavor kernel (Linux $(kernel_version)) in $obj with -j$JOBS"
 	local t0=$SECONDS
-	make -C "$TREE" O="$obj" -j"$JOBS" CC="$cc" \
-		KBUILD_BUILD_TIMESTAMP='2024-01-01' KBUILD_BUILD_USER=dcnet KBUILD_BUILD_HOST=dcnet \
-		bzImage modules >"$obj/build.log" 2>&1 ||
+	kmake "$flavor" bzImage modules >"$obj/build.log" 2>&1 ||
 		{ grep -E 'error|Error' "$obj/build.log" | head -40 >&2; tail -20 "$obj/build.log" >&2; die "$flavor build failed (log: $obj/build.log)"; }
 	grep -E ': warning:' "$obj/build.log" | grep -E 'net/(ipv4|ipv6|sched|openvswitch|core)' >&2 || true
 	log "built $(cat "$obj/include/config/kernel.release") in $((SECONDS - t0)) s: $obj/arch/x86/boot/bzImage"
+}
+
+# The Debian version of the kernel packages: the source package's version
+# with "+dcnetN" appended (N: DCNET_PKG_REVISION, default 1), so that it sorts
+# above the Debian kernel it was built from; without a Debian source package,
+# KERNELVERSION-0+dcnetN.
+deb_version() {
+	local d
+	d=$(debian_version)
+	echo "${d:-$(kernel_version)-0}+dcnet${DCNET_PKG_REVISION:-1}"
+}
+
+# Debian packages of the FLAVOR kernel with the kernel's own bindeb-pkg:
+# linux-image-RELEASE, linux-headers-RELEASE and linux-libc-dev (and
+# linux-image-RELEASE-dbg with debug information) in
+# $BUILD/packages/kernel-FLAVOR/, with the final .config beside them.
+cmd_deb() {
+	local flavor=${1:?flavor}
+	local obj=$BUILD/obj-$flavor out=$BUILD/packages/kernel-$flavor
+	cmd_prepare
+	cmd_config "$flavor"
+	local version
+	version=$(deb_version)
+	log "packaging $flavor kernel (Linux $(kernel_version), package version $version) in $obj with -j$JOBS"
+	local t0=$SECONDS
+	# bindeb-pkg writes the packages in the object directory's parent.
+	rm -f "$BUILD"/linux-*_"$version"_*.deb "$BUILD"/linux-dcnet_"$version"_*.buildinfo \
+		"$BUILD"/linux-dcnet_"$version"_*.changes
+	kmake "$flavor" KDEB_PKGVERSION="$version" KDEB_SOURCENAME=linux-dcnet \
+		KBUILD_BUILD_VERSION=1 bindeb-pkg >"$obj/deb.log" 2>&1 ||
+		{ grep -E 'error|Error' "$obj/deb.log" | head -40 >&2; tail -20 "$obj/deb.log" >&2; die "$flavor packaging failed (log: $obj/deb.log)"; }
+	rm -rf "$out"
+	mkdir -p "$out"
+	mv "$BUILD"/linux-*_"$version"_*.deb "$out/"
+	rm -f "$BUILD"/linux-dcnet_"$version"_*.buildinfo "$BUILD"/linux-dcnet_"$version"_*.changes
+	cp "$obj/.config" "$out/config-$(cat "$obj/include/config/kernel.release")"
+	log "packaged $(cat "$obj/include/config/kernel.release") in $((SECONDS - t0)) s: $(cd "$out" && echo *.deb)"
 }
 
 mkdir -p "$BUILD"
@@ -321,7 +408,8 @@ case "${1:-}" in
 prepare) cmd_prepare ;;
 config) cmd_prepare; cmd_config "${2:?flavor}" ;;
 build) cmd_build "${2:?flavor}" ;;
+deb) cmd_deb "${2:?flavor}" ;;
 version) ensure_pristine; kernel_version ;;
 check-version) shift; cmd_check_version "$@" ;;
-*) echo "usage: $0 prepare|config FLAVOR|build FLAVOR|version|check-version [KERNEL [DEBIAN]]" >&2; exit 2 ;;
+*) echo "usage: $0 prepare|config FLAVOR|build FLAVOR|deb FLAVOR|version|check-version [KERNEL [DEBIAN]]" >&2; exit 2 ;;
 esac
