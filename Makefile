@@ -22,8 +22,8 @@ REPEAT ?= 1
 PRESTO_EXPS := grid rx cpu cpu-clos flowlet oversub trace failover steady-stride steady-bijection steady-random
 
 .PHONY: all deps kernel kernel-debug kernel-release tools demo check check-host \
-	check-guest bench-d2tcp bench-d2tcp-atscale bench-htb bench-fastlane bench-fastlane-clos bench-presto $(addprefix bench-presto-,$(PRESTO_EXPS)) bench-presto-flowlet-sweep iproute2 ovs qemu series series-bisect checkpatch docs-tables clean distclean help \
-	testbed testbed-physical-selftest
+	check-guest bench-d2tcp bench-d2tcp-atscale bench-htb bench-fastlane bench-fastlane-clos bench-presto $(addprefix bench-presto-,$(PRESTO_EXPS)) bench-presto-flowlet-sweep iproute2 ovs qemu packages series series-bisect checkpatch docs-tables clean distclean help \
+	testbed testbed-physical-selftest testbed-vmcluster
 
 all: deps kernel-release tools demo testbed
 
@@ -54,6 +54,15 @@ iproute2:
 # (DCNET_ICOUNT_SHIFT=-N; scripts/vmrun.py builds it on first use).
 qemu: deps
 	@scripts/qemu.sh
+
+# Debian packages for real hosts (scripts/packages.sh, docs/deploy.md):
+# the kernel (Debian's amd64 configuration with the patchset's options,
+# bindeb-pkg), iproute2 and Open vSwitch from Debian's source packages with
+# iproute2-patches/ and ovs-patches/ as quilt patches, dcnet-tools, and the
+# apt repository $(BUILD)/packages/apt the playbook installs them from.
+# DCNET_PKG_FLAVOR=release packages the VM kernel instead (minutes, not hours).
+packages: deps
+	@scripts/packages.sh all
 
 # Open vSwitch 3.1 with ovs-patches/ applied, built in $(BUILD)/ovs and
 # installed in $(BUILD)/ovs-install (scripts/ovs.sh).
@@ -157,6 +166,16 @@ testbed: deps kernel-release tools
 # testbed/physical (Ansible) for real: sshd in network namespaces inside the
 # release guest, site.yml --skip-tags kernel,ovs, raw.json checked.
 PHYS_TIMEOUT ?= 1500
+# The playbook's whole path on Debian 12 virtual machines
+# (testbed/physical/vmcluster.sh, docs/deploy.md): the packages with the
+# cloud kernel (Debian's linux-image-cloud-amd64 configuration plus the
+# patchset's options), two debootstrapped machines under QEMU, site.yml with
+# every role: apt installs the packages, the machines reboot into the dcnet
+# kernel, OVS bridges their data NIC, a workload runs, the report comes back.
+testbed-vmcluster: deps
+	@DCNET_PKG_FLAVOR=cloud scripts/packages.sh all
+	@DCNET_PKG_FLAVOR=cloud testbed/physical/vmcluster.sh all
+
 testbed-physical-selftest: deps tools
 	@rc=0; $(PY) scripts/vmrun.py --kernel $(BUILD)/obj-release \
 		--out $(RESULTS)/testbed-physical-selftest --timeout $(PHYS_TIMEOUT) \

@@ -15,6 +15,7 @@ PACKAGES=(
 	openvswitch-source autoconf libcap-ng-dev
 	python3 python3-venv
 	openssh-server
+	dpkg-dev debhelper fakeroot apt-utils
 )
 
 missing=()
