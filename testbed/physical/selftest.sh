@@ -8,7 +8,7 @@
 # namespace (10.77.0.0/24, this side 10.77.0.254; management and data plane
 # share the veth, eth0 in each namespace).  Each runs `sshd -D` with a
 # generated config, host key and authorized key (root, key only).  Then
-#   ansible-playbook site.yml --skip-tags kernel,ovs
+#   ansible-playbook site.yml --skip-tags repo,kernel,ovs
 # runs a stride workload (DCNET_PHYS_DURATION s flows) over ssh: sysctls,
 # HTB (1 Gbit/s) on eth0, iperf3 servers and clients, gather, collect.py.  raw.json
 # must hold one record per flow, each with throughput, HTB counters on
@@ -276,14 +276,14 @@ if [ "${DCNET_PHYS_KERNEL_CHECK:-0}" = 1 ]; then
 	: >"$T/debs/linux-image-$(uname -r)_1_amd64.deb"
 	say "ansible-playbook site.yml --tags kernel --check (stand-in linux-image-$(uname -r))"
 	"$VENV/bin/ansible-playbook" -i "$T/inventory.yml" "$HERE/site.yml" --tags kernel --check \
-		-e "dcnet_deb_dir=$T/debs" -e "dcnet_kernel_match=$(uname -r)" -e "dcnet_results=$T/kcheck" ||
+		-e dcnet_kernel_source=deb -e "dcnet_deb_dir=$T/debs" -e "dcnet_kernel_match=$(uname -r)" -e "dcnet_results=$T/kcheck" ||
 		die "kernel role (check mode) failed"
 fi
-say "ansible-playbook site.yml --skip-tags kernel,ovs ($N hosts, $MODE, stride, $DURATION s flows, forks $FORKS)"
+say "ansible-playbook site.yml --skip-tags repo,kernel,ovs ($N hosts, $MODE, stride, $DURATION s flows, forks $FORKS)"
 T1=$(date +%s)
 rc=0
 "$VENV/bin/ansible-playbook" -i "$T/inventory.yml" "$HERE/site.yml" \
-	--skip-tags kernel,ovs -e "@$T/vars.yml" || rc=$?
+	--skip-tags repo,kernel,ovs -e "@$T/vars.yml" || rc=$?
 T2=$(date +%s)
 say "ansible-playbook exit $rc ($((T2 - T1)) s; log with times: $OUT/selftest-ansible.log;" \
 	"$(cat "$T"/sshd-*.log | grep -c 'Accepted publickey') ssh logins for $N hosts)"

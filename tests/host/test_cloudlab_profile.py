@@ -99,7 +99,7 @@ def test_startup_service_on_every_node(case):
         argv = shlex.split(ex[0].get("command"))
         assert argv[:7] == ["sudo", "sh", BOOT, name, str(spines), str(leaves), str(hpl)]
         if name == "h1":
-            assert argv[7] == "--playbook" and "--skip-tags kernel,ovs" in argv[8]
+            assert argv[7] == "--playbook" and "--skip-tags repo,kernel,ovs" in argv[8]
         else:
             assert len(argv) == 7, argv
 

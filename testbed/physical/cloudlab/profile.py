@@ -30,7 +30,7 @@ REPO = "/local/repository"            # where a repository-based profile's nodes
 BOOT = REPO + "/testbed/physical/cloudlab/boot.sh"
 CONTROLLER = "h1"
 DCNET_DEV = "dcnet0"                  # altname each host gives its data-plane NIC
-PLAYBOOK_ARGS = "--skip-tags kernel,ovs -e dcnet_run=cloudlab-boot -e dcnet_report_args=--no-plots"
+PLAYBOOK_ARGS = "--skip-tags repo,kernel,ovs -e dcnet_run=cloudlab-boot -e dcnet_report_args=--no-plots"
 
 # (name, description, type, default, long description); the defaults are
 # Presto's testbed: 16 hosts, 4 leaves, 4 spines.
@@ -177,8 +177,8 @@ def main():
     pc.defineParameter("playbookArgs", "Playbook arguments", portal.ParameterType.STRING,
                        PLAYBOOK_ARGS, advanced=True,
                        longDescription="ansible-playbook arguments for the run at boot.  The "
-                       "kernel tag needs the dcnet kernel package on h1 (make bindeb-pkg), so "
-                       "the default skips it.")
+                       "repo and kernel tags need the packages of make packages on h1, so "
+                       "the default skips them.")
     params = pc.bindParameters()
     try:
         hosts, leaf_names, spine_names, links = topology(params.spines, params.leaves,
