@@ -604,6 +604,15 @@ def markdown(res, pngs, out):
     if res.get("failed"):
         L += ["**FAILED**: fault injection failed, so these runs are not the failure experiment they claim to be:",
               ""] + [f"- {x}" for x in res["failed"]] + [""]
+    hi = m.get("host_info") or {}
+    if any((v or {}).get("packages") for v in hi.values()):
+        names = sorted({p for v in hi.values() for p in ((v or {}).get("packages") or {})})
+        L += ["## Hosts", "", "| host | kernel | " + " | ".join(names) + " |", "|" + "---|" * (2 + len(names))]
+        for h in sorted(hi):
+            pk = (hi[h] or {}).get("packages") or {}
+            L.append(f"| {h} | {(hi[h] or {}).get('kernel') or '-'} | "
+                     + " | ".join(pk.get(n, "-") for n in names) + " |")
+        L.append("")
     topo = (m.get("experiment") or {}).get("topology")
     if topo:
         L.append(f"Topology: {json.dumps(topo)}.")

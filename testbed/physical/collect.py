@@ -185,6 +185,16 @@ def flow_record(flow, hostdir, sized=None):
     return rec
 
 
+def parse_packages(text):
+    """dpkg-query's "PACKAGE VERSION" lines -> {package: version}"""
+    out = {}
+    for line in (text or "").splitlines():
+        parts = line.split()
+        if len(parts) == 2:
+            out[parts[0]] = parts[1]
+    return out
+
+
 def parse_sysctl(text):
     out = {}
     for line in text.splitlines():
@@ -238,7 +248,8 @@ def collect_run(run_dir):
             cpu[h] = busy
         info[h] = {"kernel": read_text(os.path.join(hd, "uname.txt")) or None,
                    "started": read_text(os.path.join(hd, "started.txt")) or None,
-                   "sysctl": parse_sysctl(read_text(os.path.join(hd, "sysctl.txt")))}
+                   "sysctl": parse_sysctl(read_text(os.path.join(hd, "sysctl.txt"))),
+                   "packages": parse_packages(read_text(os.path.join(hd, "packages.txt")))}
     try:
         duration = float(exp.get("duration_s"))
     except (TypeError, ValueError):

@@ -385,3 +385,30 @@ def test_sized_flows_leave_from_fixed_source_ports():
             testbed_run.sched_sport_base(lane, n)
     src = open(os.path.join(os.path.dirname(testbed_run.__file__), "run.py")).read()
     assert '"--sport-base", str(sport)' in src
+
+
+def test_physical_report_names_each_hosts_kernel_and_packages(tmp_path):
+    """collect.py reads each host's dpkg-query lines (packages.txt, written by
+    the clients template) into host_info; the report lists them per host"""
+    sys.path.insert(0, os.path.join(ROOT, "testbed", "physical"))
+    import collect
+
+    pk = collect.parse_packages("linux-image-6.12.118-dcnet 6.12.118-1~deb12u1+dcnet1\n"
+                                "iproute2 6.1.0-3+dcnet1\nopenvswitch-switch 3.1.0-2+deb12u1+dcnet1\n"
+                                "dpkg-query: no packages found matching dcnet-tools\n")
+    assert pk == {"linux-image-6.12.118-dcnet": "6.12.118-1~deb12u1+dcnet1", "iproute2": "6.1.0-3+dcnet1",
+                  "openvswitch-switch": "3.1.0-2+deb12u1+dcnet1"}
+    tmpl = open(os.path.join(ROOT, "testbed", "physical", "roles", "workload", "templates",
+                             "clients.sh.j2")).read()
+    assert '> "$d/packages.txt"' in tmpl and "openvswitch-switch" in tmpl
+    res = {"meta": {"platform": "physical", "kernel": "6.12.118-dcnet",
+                    "host_info": {"h2": {"kernel": "6.1.0-50-cloud-amd64", "packages": {"iproute2": "6.1.0-3"}},
+                                  "h1": {"kernel": "6.12.118-dcnet", "packages": pk}}},
+           "runs": []}
+    report.markdown(res, [], str(tmp_path))
+    lines = (tmp_path / "report.md").read_text().split("\n")
+    i = lines.index("## Hosts")
+    assert lines[i + 2].startswith("| host | kernel | iproute2 | linux-image-6.12.118-dcnet | openvswitch-switch |")
+    assert lines[i + 4] == ("| h1 | 6.12.118-dcnet | 6.1.0-3+dcnet1 | 6.12.118-1~deb12u1+dcnet1 | "
+                            "3.1.0-2+deb12u1+dcnet1 |")
+    assert lines[i + 5] == "| h2 | 6.1.0-50-cloud-amd64 | 6.1.0-3 | - | - |"
