@@ -2,7 +2,7 @@
 # Build the patched kernel.
 #
 #   scripts/kernel.sh prepare            pristine tree + new files + kernel-patches/ -> build/linux
-#   scripts/kernel.sh config  FLAVOR     build/obj-FLAVOR/.config (FLAVOR: debug | release | hardware | cloud)
+#   scripts/kernel.sh config  FLAVOR     build/obj-FLAVOR/.config (FLAVOR: debug | release | hardware | cloud | vm)
 #   scripts/kernel.sh build   FLAVOR     bzImage + modules in build/obj-FLAVOR
 #   scripts/kernel.sh deb     FLAVOR     Debian packages of build/obj-FLAVOR (bindeb-pkg)
 #                                        in build/packages/kernel-FLAVOR
@@ -283,9 +283,15 @@ debian_config() {
 	local d=${DCNET_DEBIAN_CONFIG_DIR:-/usr/src/linux-config-6.12}
 	case "$1" in
 	hardware) echo "$d/config.amd64_none_amd64.xz" ;;
-	cloud) echo "$d/config.amd64_none_cloud-amd64.xz" ;;
+	cloud | vm) echo "$d/config.amd64_none_cloud-amd64.xz" ;;
 	esac
 }
+# The vm flavor is the cloud one reduced by localmodconfig to the modules in
+# kconfig/vm-lsmod.txt: lsmod of a Debian 12 virtual machine on Debian's cloud
+# kernel with what the testbed loads (OVS, qdiscs, classifiers, DCTCP, veth,
+# bridge, diag) in use.  It is what testbed/physical/vmcluster.sh installs:
+# a quarter of the cloud kernel's build.
+VM_LSMOD=$ROOT/kconfig/vm-lsmod.txt
 
 cmd_config() {
 	local flavor=${1:?flavor}
@@ -312,6 +318,7 @@ cmd_config() {
 		start=()
 	fi
 	local stamp
+	[ "$flavor" != vm ] || start+=("$VM_LSMOD")
 	stamp=$(cat "${start[@]}" "${frags[@]}" "$ROOT/Kconfig" "$TREE/.dcnet-stamp" | sha256sum | cut -d' ' -f1)
 	if [ -f "$obj/.config" ] && [ -f "$obj/.dcnet-config-stamp" ] &&
 		[ "$(cat "$obj/.dcnet-config-stamp")" = "$stamp" ]; then
@@ -320,6 +327,10 @@ cmd_config() {
 	log "configuring $flavor kernel"
 	if [ ${#start[@]} -gt 0 ]; then
 		cp "${start[0]}" "$obj/.config"
+		if [ "$flavor" = vm ]; then
+			make -s -C "$TREE" O="$obj" LSMOD="$VM_LSMOD" localmodconfig >"$obj/localmodconfig.log" 2>&1 ||
+				{ tail -20 "$obj/localmodconfig.log" >&2; die "localmodconfig failed"; }
+		fi
 	else
 		make -s -C "$TREE" O="$obj" x86_64_defconfig >/dev/null
 	fi
