@@ -168,13 +168,14 @@ testbed: deps kernel-release tools
 PHYS_TIMEOUT ?= 1500
 # The playbook's whole path on Debian 12 virtual machines
 # (testbed/physical/vmcluster.sh, docs/deploy.md): the packages with the
-# cloud kernel (Debian's linux-image-cloud-amd64 configuration plus the
-# patchset's options), two debootstrapped machines under QEMU, site.yml with
+# vm kernel (Debian's linux-image-cloud-amd64 configuration reduced to the
+# modules the machines load, plus the patchset's options), two
+# debootstrapped machines under QEMU, site.yml with
 # every role: apt installs the packages, the machines reboot into the dcnet
 # kernel, OVS bridges their data NIC, a workload runs, the report comes back.
 testbed-vmcluster: deps
-	@DCNET_PKG_FLAVOR=cloud scripts/packages.sh all
-	@DCNET_PKG_FLAVOR=cloud testbed/physical/vmcluster.sh all
+	@DCNET_PKG_FLAVOR=vm scripts/packages.sh all
+	@testbed/physical/vmcluster.sh all
 
 testbed-physical-selftest: deps tools
 	@rc=0; $(PY) scripts/vmrun.py --kernel $(BUILD)/obj-release \

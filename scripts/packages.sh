@@ -126,8 +126,10 @@ buildpackage() {
 	local t0=$SECONDS
 	build_deps "$src"
 	log "building $(cd "$src" && dpkg-parsechangelog -S Source) $(cd "$src" && dpkg-parsechangelog -S Version) (log: $src.log)"
-	(cd "$src" && DEB_BUILD_OPTIONS="$opts parallel=$JOBS" SOURCE_DATE_EPOCH=$(date -d "$(entry_date)" +%s) \
-		dpkg-buildpackage -us -uc -sa >"$src.log" 2>&1) ||
+	# Debian's toolchain only: a python3 in /usr/local (these machines have
+	# one) lacks Debian's setup.py --install-layout=deb that OVS's rules use
+	(cd "$src" && PATH=/usr/sbin:/usr/bin:/sbin:/bin DEB_BUILD_OPTIONS="$opts parallel=$JOBS" \
+		SOURCE_DATE_EPOCH=$(date -d "$(entry_date)" +%s) dpkg-buildpackage -us -uc -sa >"$src.log" 2>&1) ||
 		{ tail -40 "$src.log" >&2; die "$name: dpkg-buildpackage failed (log: $src.log)"; }
 	rm -rf "${OUT:?}/$name"
 	mkdir -p "$OUT/$name"

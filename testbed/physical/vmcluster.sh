@@ -199,7 +199,8 @@ cmd_up() {
 		in_ns ip link set "vmc-d$i" master vmc-dbr up
 	done
 	for i in $(seq 1 "$N"); do
-		machine "$i" &
+		# not on the caller's stdout: a pipe from `up` would stay open
+		machine "$i" </dev/null >>"$OUT/machine-h$i.log" 2>&1 &
 		echo $! >"$OUT/machine-h$i.pid"
 	done
 	for i in $(seq 1 "$N"); do wait_ssh "$i"; done

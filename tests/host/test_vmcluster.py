@@ -33,9 +33,9 @@ def test_boots_the_newest_kernel_in_boot_as_grub_would(tmp_path):
     assert newest() == "6.1.0-50-cloud-amd64"
 
 
-def test_make_target_packages_the_cloud_kernel_first():
+def test_make_target_packages_the_vm_kernel_first():
     mk = open(os.path.join(ROOT, "Makefile")).read()
     i = mk.index("\ntestbed-vmcluster:")
     body = mk[i:mk.index("\n\n", i)]
-    assert "DCNET_PKG_FLAVOR=cloud scripts/packages.sh all" in body
+    assert "DCNET_PKG_FLAVOR=vm scripts/packages.sh all" in body
     assert body.index("packages.sh") < body.index("vmcluster.sh all")
