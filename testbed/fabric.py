@@ -55,6 +55,7 @@ import ctypes
 import fcntl
 import json
 import os
+import re
 import socket
 import struct
 import subprocess
@@ -109,6 +110,46 @@ def batch(tool, lines, ns=None, force=False):
     if force:
         return subprocess.run(argv, input="\n".join(lines) + "\n", capture_output=True, text=True).stdout
     return run(argv, input="\n".join(lines) + "\n")
+
+
+# What deleting something already gone gives: ip route del (ESRCH), bridge
+# fdb del (ENOENT).  A failover step deletes what may have gone with the
+# link; any other error means the step did not happen.
+GONE = ("No such process", "No such file or directory")
+
+
+def batch_errors(stderr, lines):
+    """The commands of a `-force -batch` run that failed for another reason
+    than deleting what is already gone: [(command, message)].  iproute2
+    prints each command's error, then "Command failed -:N" (N: its line)."""
+    bad, msg = [], []
+    for line in stderr.splitlines():
+        m = re.match(r"Command failed \S+:(\d+)$", line.strip())
+        if not m:
+            msg.append(line.strip())
+            continue
+        n = int(m.group(1))
+        cmd = lines[n - 1] if 0 < n <= len(lines) else f"line {n}"
+        text = " ".join(x for x in msg if x)
+        words = cmd.split()
+        if not (len(words) > 1 and words[1] == "del" and any(g in text for g in GONE)):
+            bad.append((cmd, text))
+        msg = []
+    return bad
+
+
+def batch_checked(tool, lines, ns=None):
+    """run many ip/bridge commands in one process past their errors, and
+    raise when one failed for another reason than deleting what is gone"""
+    if not lines:
+        return ""
+    argv = [tool] + (["-n", ns] if ns else []) + ["-force", "-batch", "-"]
+    p = subprocess.run(argv, input="\n".join(lines) + "\n", capture_output=True, text=True)
+    bad = batch_errors(p.stderr, lines)
+    if bad or (p.returncode != 0 and not p.stderr.strip()):
+        raise RuntimeError(f"{' '.join(argv)}: " + ("; ".join(f"{c!r}: {m}" for c, m in bad)
+                                                     or f"exit {p.returncode}"))
+    return p.stdout
 
 
 @contextmanager
@@ -653,9 +694,8 @@ class Fabric:
         for leaf, lines in self._route_lines(leaves_only=True).items():
             if self.mode == "scatter":
                 lines = lines + self.scatter_routes(leaf)
-            # -force: a "route del" of a route already gone is no error
-            subprocess.run(["ip", "-n", self.ns(leaf), "-force", "-batch", "-"], input="\n".join(lines) + "\n",
-                           text=True, capture_output=True)
+            # a "route del" of a route already gone is no error; any other is
+            batch_checked("ip", lines, ns=self.ns(leaf))
 
     # ------------------------------------------------------------ use
     def ip(self, host, v6=False):
@@ -825,9 +865,8 @@ class Controller:
     def _apply(self, per_sw):
         """{switch: bridge(8) fdb lines}: one batch per switch"""
         for sw, lines in per_sw.items():
-            # -force: deleting an entry of a port that went down is no error
-            subprocess.run(["bridge", "-n", self.fab.ns(sw), "-force", "-batch", "-"],
-                           input="\n".join(lines) + "\n", text=True, capture_output=True)
+            # deleting an entry already gone is no error; any other is
+            batch_checked("bridge", lines, ns=self.fab.ns(sw))
 
     def fast_failover(self, macs):
         """What a switch's fast-failover group does in hardware, before any
