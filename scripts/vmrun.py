@@ -256,7 +256,7 @@ def vng_binary():
 # The caller's DCNET_* settings the guest's tests read (DCNET_KUNIT,
 # DCNET_TEST_TIMEOUT, DCNET_TESTBED_QUICK, ...) reach the guest; those
 # this runner sets itself do not pass through.
-NOT_PASSED = ("DCNET_OUT", "DCNET_TC", "DCNET_SS", "DCNET_TOOLBOX_DISK", "DCNET_CLOCK", "DCNET_VNG", "DCNET_9P_CACHE", "DCNET_VM_ACCEL", "DCNET_VM_SEED", "DCNET_VM_CPUS")
+NOT_PASSED = ("DCNET_OUT", "DCNET_SEALED", "DCNET_TC", "DCNET_SS", "DCNET_TOOLBOX_DISK", "DCNET_CLOCK", "DCNET_VNG", "DCNET_9P_CACHE", "DCNET_VM_ACCEL", "DCNET_VM_SEED", "DCNET_VM_CPUS")
 
 
 def passed_env(env):
@@ -310,7 +310,9 @@ class Follow:
     def __init__(self, path, prefix="guest: ", interval=2.0):
         import threading
         import sealed
-        self.begin = sealed.BEGIN
+        from dcnet import partial       # importable once sealed is
+        self.begin, self.pbegin, self.pend = sealed.BEGIN, partial.BEGIN, partial.END
+        self.in_block = False
         self.path, self.prefix, self.interval = path, prefix, interval
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -337,6 +339,13 @@ class Follow:
             if text.startswith(self.begin):
                 self.ended = True
                 return
+            # a block of partial results (dcnet/partial.py): one line for it
+            if text.startswith(self.pbegin):
+                self.in_block = True
+                text = "[partial result " + " ".join(text.split()[1:3]) + " bytes]"
+            elif self.in_block:
+                self.in_block = not text.startswith(self.pend)
+                continue
             print(self.prefix + text, file=sys.stderr, flush=True)
 
     def _run(self):
@@ -403,7 +412,10 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real", shift=No
         f.write(GUEST_SCRIPT.format(out=shlex.quote(gout), root=shlex.quote(ROOT),
                                     tc=shlex.quote(tc), ss=shlex.quote(ss), toolbox=toolbox,
                                     venv=shlex.quote(venv),
-                                    passed=passed_env(os.environ),
+                                    # dcnet/partial.py: a sealed guest's results so far
+                                    # go out over the console
+                                    passed=("export DCNET_SEALED=1\n" if sealed_root else "")
+                                    + passed_env(os.environ),
                                     log=(LOG_SEALED if sealed_root and progress_on() else
                                          LOG_VIRTUAL if clock == "virtual" else LOG_REAL).format(
                                         out=shlex.quote(gout), cmd=" ".join(shlex.quote(c) for c in cmd))))
@@ -484,8 +496,14 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real", shift=No
     if sealed_root:
         # QEMU wrote the guest's serial console beside its own output
         serial = console + ".serial"
+        from dcnet import partial
         n = sealed.unpack(serial, out)
         print(f"vmrun: sealed guest returned {n if n is not None else 'no'} result files", file=sys.stderr)
+        # results so far (dcnet/partial.py): kept only when the run ended
+        # without its results, stripped from the console in any case
+        kept = partial.keep(serial, out if n is None else None)
+        if n is None and kept:
+            print(f"vmrun: kept the partial results the guest published: {', '.join(kept)}", file=sys.stderr)
         if n is None and os.path.exists(serial) and not os.path.exists(os.path.join(out, "guest.log")):
             # no results (a timeout, a hang): what the guest printed is
             # the partial log

@@ -68,7 +68,7 @@ DLTRAFFIC = os.path.join(HERE, "tools", "dltraffic")
 
 
 sys.path.insert(0, ROOT)
-from dcnet import hostrun  # noqa: E402
+from dcnet import hostrun, partial  # noqa: E402
 from dcnet.stats import CPU_LIMIT, cpu_sample as cpu_busy  # noqa: E402
 
 HASH_SEED = 1               # fib_multipath_hash_seed unless the experiment sets hash_seed
@@ -782,6 +782,8 @@ def guest_main(a):
             with open(part + ".tmp", "w") as f:
                 json.dump(raw, f)
             os.replace(part + ".tmp", part)
+            # and out of a sealed guest, should the boot end before raw.json
+            partial.publish(part, "raw.partial.json")
             tp = [r["tput_bps"] for r in run["flows"] if r["tput_bps"] is not None]
             print(f"{scheme['name']:8s} {wl.get('label', wl['name']):10s} built in {fab.t_build:.1f} s, run {time.time() - t0:.0f} s:"
                   f" {len(tp)}/{len(flows)} flows, mean {sum(tp) / max(1, len(tp)) / 1e6:.2f} Mbit/s", flush=True)
