@@ -29,7 +29,7 @@ rm -rf "$TREE"
 mkdir -p "$TREE"
 tar -C "$TREE" --strip-components=1 -xf "$(ls "$SRC"/iproute2_*.orig.tar.* | head -1)"
 for p in "$ROOT"/iproute2-patches/*.patch; do
-	patch -d "$TREE" -p1 -s --no-backup-if-mismatch <"$p" || die "$(basename "$p") does not apply"
+	patch -d "$TREE" -p1 -F0 -s --no-backup-if-mismatch <"$p" || die "$(basename "$p") does not apply"
 done
 log "building tc and ss ($(cat "$TREE/include/version.h" 2>/dev/null | grep -o '"[^"]*"' | head -1))"
 (cd "$TREE" && ./configure >configure.log 2>&1 &&
