@@ -42,6 +42,9 @@ JOBS=${JOBS:-$(($(nproc) + 1))}
 REV=${DCNET_PKG_REVISION:-1}
 SUFFIX=+dcnet$REV
 MAINT="dcnet <dcnet@example.org>"
+# Raised when the way a package is built changes (a part whose inputs and
+# this are unchanged is not built again).
+PACKAGING=packaging-2
 OVS_TARBALL=${OVS_TARBALL:-/usr/src/openvswitch/openvswitch.tar.gz}
 . "$ROOT/scripts/debsrc.sh"
 
@@ -105,7 +108,9 @@ add_patches() {
 	local name version dist
 	name=$(cd "$src" && dpkg-parsechangelog -S Source)
 	version=$(cd "$src" && dpkg-parsechangelog -S Version)
-	dist=$(cd "$src" && dpkg-parsechangelog -S Distribution)
+	# the packages are for bookworm whatever Debian's last upload said
+	# (unstable, bookworm-security)
+	dist=bookworm
 	{
 		echo "$name ($version$SUFFIX) $dist; urgency=medium"
 		echo
@@ -175,7 +180,7 @@ cmd_iproute2() {
 	fi
 	local dsc inputs
 	dsc=$(ls "$srcpkg"/iproute2_*.dsc | head -1)
-	inputs=("$dsc" "$SUFFIX" "$0" "$ROOT"/iproute2-patches/*.patch)
+	inputs=("$dsc" "$SUFFIX" "$PACKAGING" "$ROOT"/iproute2-patches/*.patch)
 	if fresh iproute2 "${inputs[@]}"; then
 		log "iproute2: up to date in $OUT/iproute2"
 		return
@@ -204,7 +209,7 @@ cmd_ovs() {
 		ls "$srcpkg"/openvswitch_*.debian.tar.* >/dev/null 2>&1 || die "no openvswitch debian.tar in the archive"
 	fi
 	local w=$WORK/ovs inputs
-	inputs=("$OVS_TARBALL" "$(ls "$srcpkg"/openvswitch_*.debian.tar.* | head -1)" "$SUFFIX" "$0"
+	inputs=("$OVS_TARBALL" "$(ls "$srcpkg"/openvswitch_*.debian.tar.* | head -1)" "$SUFFIX" "$PACKAGING"
 		"$ROOT/ovs-patches/series" "$ROOT"/ovs-patches/*.patch)
 	if fresh ovs "${inputs[@]}"; then
 		log "ovs: up to date in $OUT/ovs"
