@@ -208,17 +208,53 @@ static struct ovs_flowcell_table *table(struct kunit *test, u32 limit,
 	return t;
 }
 
+#define fc_nbuckets(t)	ovs_flowcell_table_buckets(t)
+
+static u32 fc_count(struct ovs_flowcell_table *t)
+{
+	return atomic_read(&t->count);
+}
+
+static struct ovs_flowcell_stats fc_stats(struct ovs_flowcell_table *t)
+{
+	struct ovs_flowcell_stats s;
+
+	ovs_flowcell_read_stats(t, &s);
+	return s;
+}
+
+/* Looks @k up in its bucket, locked as the packet path locks it. */
+static struct ovs_flowcell_flow *fc_find_ns(struct ovs_flowcell_table *t,
+					    const struct ovs_flowcell_key *k,
+					    unsigned long now, u64 now_ns,
+					    bool *created)
+{
+	struct ovs_flowcell_bucket *b;
+	struct ovs_flowcell_flow *f;
+
+	*created = false;
+	b = ovs_flowcell_lock(t, k);
+	if (!b)
+		return NULL;
+	f = ovs_flowcell_find(t, b, k, now, now_ns, GFP_ATOMIC, created);
+	ovs_flowcell_unlock(b);
+	return f;
+}
+
+static struct ovs_flowcell_flow *fc_find(struct ovs_flowcell_table *t,
+					 const struct ovs_flowcell_key *k,
+					 unsigned long now, bool *created)
+{
+	return fc_find_ns(t, k, now, 0, created);
+}
+
 static struct ovs_flowcell_flow *find(struct ovs_flowcell_table *t, u32 n,
 				      unsigned long now, bool *created)
 {
-	struct ovs_flowcell_flow *f;
 	struct ovs_flowcell_key k;
 
 	key_of(&k, n);
-	spin_lock_bh(&t->lock);
-	f = ovs_flowcell_find(t, &k, now, 0, GFP_ATOMIC, created);
-	spin_unlock_bh(&t->lock);
-	return f;
+	return fc_find(t, &k, now, created);
 }
 
 /* A new flow starts at ID 0 with a random start; the same flow finds its
@@ -248,7 +284,7 @@ static void flowcell_table_find_test(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, b);
 	KUNIT_EXPECT_TRUE(test, created);
 	KUNIT_EXPECT_PTR_NE(test, a, b);
-	KUNIT_EXPECT_EQ(test, t->count, 2U);
+	KUNIT_EXPECT_EQ(test, fc_count(t), 2U);
 
 	/* Random starts: 64 flows do not all start at the same value. */
 	for (i = 0; i < 64; i++) {
@@ -260,8 +296,8 @@ static void flowcell_table_find_test(struct kunit *test)
 			differ = true;
 	}
 	KUNIT_EXPECT_TRUE(test, differ);
-	KUNIT_EXPECT_EQ(test, t->count, 64U);
-	KUNIT_EXPECT_EQ(test, t->stats.alloc_fails, 0ULL);
+	KUNIT_EXPECT_EQ(test, fc_count(t), 64U);
+	KUNIT_EXPECT_EQ(test, fc_stats(t).alloc_fails, 0ULL);
 	ovs_flowcell_table_free(t);
 }
 
@@ -338,14 +374,14 @@ static void flowcell_lru_eviction_test(struct kunit *test)
 
 	for (i = 0; i < 4; i++)
 		KUNIT_ASSERT_NOT_NULL(test, find(t, i, now, &created));
-	KUNIT_EXPECT_EQ(test, t->count, 4U);
+	KUNIT_EXPECT_EQ(test, fc_count(t), 4U);
 	find(t, 0, now + 1, &created);		/* 0 is recent again */
 	KUNIT_EXPECT_FALSE(test, created);
 	find(t, 4, now + 2, &created);		/* evicts 1 */
 	KUNIT_EXPECT_TRUE(test, created);
-	KUNIT_EXPECT_EQ(test, t->count, 4U);
-	KUNIT_EXPECT_EQ(test, t->stats.evictions, 1ULL);
-	KUNIT_EXPECT_EQ(test, t->stats.expired, 0ULL);
+	KUNIT_EXPECT_EQ(test, fc_count(t), 4U);
+	KUNIT_EXPECT_EQ(test, fc_stats(t).evictions, 1ULL);
+	KUNIT_EXPECT_EQ(test, fc_stats(t).expired, 0ULL);
 	for (i = 0; i < 5; i++) {
 		if (i == 1)
 			continue;
@@ -355,13 +391,13 @@ static void flowcell_lru_eviction_test(struct kunit *test)
 	/* Seen in the order 0 2 3 4: 0 is the least recent now. */
 	find(t, 1, now + 4, &created);		/* back, evicting 0 */
 	KUNIT_EXPECT_TRUE(test, created);
-	KUNIT_EXPECT_EQ(test, t->stats.evictions, 2ULL);
-	KUNIT_EXPECT_EQ(test, t->count, 4U);
+	KUNIT_EXPECT_EQ(test, fc_stats(t).evictions, 2ULL);
+	KUNIT_EXPECT_EQ(test, fc_count(t), 4U);
 	find(t, 4, now + 5, &created);
 	KUNIT_EXPECT_FALSE(test, created);
 	find(t, 0, now + 5, &created);		/* evicts 2 */
 	KUNIT_EXPECT_TRUE(test, created);
-	KUNIT_EXPECT_EQ(test, t->stats.evictions, 3ULL);
+	KUNIT_EXPECT_EQ(test, fc_stats(t).evictions, 3ULL);
 	find(t, 3, now + 6, &created);
 	KUNIT_EXPECT_FALSE(test, created);
 	find(t, 2, now + 6, &created);
@@ -382,16 +418,12 @@ static void flowcell_idle_expiry_test(struct kunit *test)
 
 	for (i = 0; i < 3; i++)
 		find(t, i, now, &created);
-	spin_lock_bh(&t->lock);
 	KUNIT_EXPECT_EQ(test, ovs_flowcell_expire(t, now + idle, 64), 0U);
-	spin_unlock_bh(&t->lock);
 	find(t, 0, now + idle / 2 + 1, &created);	/* 0 stays busy */
-	spin_lock_bh(&t->lock);
 	KUNIT_EXPECT_EQ(test, ovs_flowcell_expire(t, now + idle + 1, 1), 1U);
 	KUNIT_EXPECT_EQ(test, ovs_flowcell_expire(t, now + idle + 1, 64), 1U);
-	KUNIT_EXPECT_EQ(test, t->count, 1U);
-	KUNIT_EXPECT_EQ(test, t->stats.expired, 2ULL);
-	spin_unlock_bh(&t->lock);
+	KUNIT_EXPECT_EQ(test, fc_count(t), 1U);
+	KUNIT_EXPECT_EQ(test, fc_stats(t).expired, 2ULL);
 
 	/* Flow 0, idle but not collected, starts over when seen again. */
 	f = find(t, 0, now + idle / 2 + 1, &created);
@@ -401,8 +433,8 @@ static void flowcell_idle_expiry_test(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, created);
 	KUNIT_EXPECT_EQ(test, f->cell, 0U);
 	KUNIT_EXPECT_EQ(test, f->bytes, 0U);
-	KUNIT_EXPECT_EQ(test, t->count, 1U);
-	KUNIT_EXPECT_EQ(test, t->stats.expired, 3ULL);
+	KUNIT_EXPECT_EQ(test, fc_count(t), 1U);
+	KUNIT_EXPECT_EQ(test, fc_stats(t).expired, 3ULL);
 	ovs_flowcell_table_free(t);
 }
 
@@ -416,22 +448,81 @@ static void flowcell_set_limits_test(struct kunit *test)
 
 	for (i = 0; i < 8; i++)
 		find(t, i, now + i, &created);
-	spin_lock_bh(&t->lock);
-	ovs_flowcell_set_limits(t, 3, 1000);
-	spin_unlock_bh(&t->lock);
-	KUNIT_EXPECT_EQ(test, t->count, 3U);
-	KUNIT_EXPECT_EQ(test, t->stats.evictions, 5ULL);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_set_limits(t, 3, 1000), 0);
+	KUNIT_EXPECT_EQ(test, fc_count(t), 3U);
+	KUNIT_EXPECT_EQ(test, fc_stats(t).evictions, 5ULL);
 	for (i = 5; i < 8; i++) {
 		find(t, i, now + 8, &created);
 		KUNIT_EXPECT_FALSE(test, created);
 	}
 	/* Out-of-range values are clamped. */
-	spin_lock_bh(&t->lock);
-	ovs_flowcell_set_limits(t, 0, 0);
-	spin_unlock_bh(&t->lock);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_set_limits(t, 0, 0), 0);
 	KUNIT_EXPECT_EQ(test, t->limit, 1U);
 	KUNIT_EXPECT_EQ(test, t->idle_msecs, (u32)OVS_FLOWCELL_IDLE_MSECS_MIN);
-	KUNIT_EXPECT_EQ(test, t->count, 1U);
+	KUNIT_EXPECT_EQ(test, fc_count(t), 1U);
+	ovs_flowcell_table_free(t);
+}
+
+/* The buckets follow the limit: a quarter of it, a power of two, so a
+ * full table walks chains of about four flows whatever the limit.
+ */
+static void flowcell_table_sizing_test(struct kunit *test)
+{
+	static const u32 limits[] = { 1, 2048, 1 << 20 };
+	static const u32 buckets[] = { 1, 512, 1 << 18 };
+	struct ovs_flowcell_table *t;
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(limits); i++) {
+		t = table(test, limits[i], 1000);
+		KUNIT_EXPECT_EQ(test, fc_nbuckets(t), buckets[i]);
+		ovs_flowcell_table_free(t);
+	}
+}
+
+/* A limit that asks for more or fewer buckets moves every flow to new
+ * buckets: the flows keep their state (start, ID, bytes); a lower limit
+ * keeps the most recently used ones.
+ */
+static void flowcell_rebuild_test(struct kunit *test)
+{
+	struct ovs_flowcell_table *t = table(test, 64, 10000);
+	struct ovs_flowcell_flow *f;
+	unsigned long now = jiffies;
+	u32 starts[40];
+	bool created;
+	int i;
+
+	KUNIT_EXPECT_EQ(test, fc_nbuckets(t), 16U);
+	for (i = 0; i < 40; i++) {
+		f = find(t, i, now + i, &created);
+		KUNIT_ASSERT_NOT_NULL(test, f);
+		f->cell = i;
+		f->bytes = 100 + i;
+		starts[i] = f->start;
+	}
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_set_limits(t, 1 << 20, 10000), 0);
+	KUNIT_EXPECT_EQ(test, fc_nbuckets(t), 1U << 18);
+	KUNIT_EXPECT_EQ(test, fc_count(t), 40U);
+	for (i = 0; i < 40; i++) {
+		f = find(t, i, now + 40 + i, &created);
+		KUNIT_ASSERT_NOT_NULL(test, f);
+		KUNIT_EXPECT_FALSE(test, created);
+		KUNIT_EXPECT_EQ(test, f->cell, (u32)i);
+		KUNIT_EXPECT_EQ(test, f->bytes, 100U + i);
+		KUNIT_EXPECT_EQ(test, f->start, starts[i]);
+	}
+	/* Down to 8 flows in 2 buckets: 32 to 39 were seen last. */
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_set_limits(t, 8, 10000), 0);
+	KUNIT_EXPECT_EQ(test, fc_nbuckets(t), 2U);
+	KUNIT_EXPECT_EQ(test, fc_count(t), 8U);
+	KUNIT_EXPECT_EQ(test, fc_stats(t).evictions, 32ULL);
+	for (i = 32; i < 40; i++) {
+		f = find(t, i, now + 80, &created);
+		KUNIT_ASSERT_NOT_NULL(test, f);
+		KUNIT_EXPECT_FALSE(test, created);
+		KUNIT_EXPECT_EQ(test, f->cell, (u32)i);
+	}
 	ovs_flowcell_table_free(t);
 }
 
@@ -637,17 +728,13 @@ static void flowcell_gap_find_test(struct kunit *test)
 	bool created;
 
 	key_of(&k, 0);
-	spin_lock_bh(&t->lock);
-	f = ovs_flowcell_find(t, &k, now, 5 * GAP, GFP_ATOMIC, &created);
-	spin_unlock_bh(&t->lock);
+	f = fc_find_ns(t, &k, now, 5 * GAP, &created);
 	KUNIT_ASSERT_NOT_NULL(test, f);
 	KUNIT_EXPECT_TRUE(test, created);
 	KUNIT_EXPECT_EQ(test, f->last_ns, 5 * GAP);
 	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(f, 1448, SZ, 5 * GAP,
 						     GAP, 0));
-	spin_lock_bh(&t->lock);
-	f = ovs_flowcell_find(t, &k, now, 7 * GAP, GFP_ATOMIC, &created);
-	spin_unlock_bh(&t->lock);
+	f = fc_find_ns(t, &k, now, 7 * GAP, &created);
 	KUNIT_EXPECT_FALSE(test, created);
 	KUNIT_EXPECT_EQ(test, f->last_ns, 5 * GAP);
 	KUNIT_EXPECT_TRUE(test, ovs_flowcell_decide(f, 1448, SZ, 7 * GAP,
@@ -716,6 +803,8 @@ static struct kunit_case openvswitch_flowcell_cases[] = {
 	KUNIT_CASE(flowcell_lru_eviction_test),
 	KUNIT_CASE(flowcell_idle_expiry_test),
 	KUNIT_CASE(flowcell_set_limits_test),
+	KUNIT_CASE(flowcell_table_sizing_test),
+	KUNIT_CASE(flowcell_rebuild_test),
 	KUNIT_CASE(flowcell_payload_test),
 	KUNIT_CASE(flowcell_gap_boundary_test),
 	KUNIT_CASE(flowcell_gap_ignores_size_test),
