@@ -84,6 +84,7 @@ ovs_flowcell_buckets_locked(struct ovs_flowcell_table *t)
 					 lockdep_is_held(&t->mutex));
 }
 
+#if IS_ENABLED(CONFIG_KUNIT)
 VISIBLE_IF_KUNIT u32 ovs_flowcell_table_buckets(struct ovs_flowcell_table *t)
 {
 	u32 n;
@@ -94,6 +95,7 @@ VISIBLE_IF_KUNIT u32 ovs_flowcell_table_buckets(struct ovs_flowcell_table *t)
 	return n;
 }
 EXPORT_SYMBOL_IF_KUNIT(ovs_flowcell_table_buckets);
+#endif
 
 #define ovs_flowcell_count_bh(t, field, n)				\
 	do {								\
@@ -137,14 +139,32 @@ VISIBLE_IF_KUNIT void ovs_flowcell_read_stats(struct ovs_flowcell_table *t,
 		s->fallbacks += c.fallbacks;
 		s->gap_cells += c.gap_cells;
 		s->refused += c.refused;
+		s->port_evictions += c.port_evictions;
+		s->port_refused += c.port_refused;
 	}
 }
 EXPORT_SYMBOL_IF_KUNIT(ovs_flowcell_read_stats);
+
+static atomic_t *ovs_flowcell_port(struct ovs_flowcell_table *t, u16 in_port)
+{
+	return &t->ports[in_port % OVS_FLOWCELL_PORT_SLOTS];
+}
+
+/* The flows one input port may hold: @share percent of @limit, and at
+ * least OVS_FLOWCELL_PORT_MIN (the whole limit, when it is smaller).
+ */
+VISIBLE_IF_KUNIT u32 ovs_flowcell_port_limit(u32 limit, u32 share)
+{
+	return max_t(u32, div_u64((u64)limit * share, 100),
+		     min_t(u32, limit, OVS_FLOWCELL_PORT_MIN));
+}
+EXPORT_SYMBOL_IF_KUNIT(ovs_flowcell_port_limit);
 
 /* A flow unlinked from its bucket leaves the table. */
 static void ovs_flowcell_forget(struct ovs_flowcell_table *t,
 				struct ovs_flowcell_flow *f)
 {
+	atomic_dec(ovs_flowcell_port(t, f->key.in_port));
 	atomic_dec(&t->count);
 	kfree(f);
 }
@@ -180,15 +200,17 @@ static int ovs_flowcell_cmp_recent(void *priv, const struct list_head *a,
 }
 
 /* Moves every flow into a new set of buckets sized for @limit, evicting
- * the least recently used ones over it first.  Packets that meet a bucket
+ * the least recently used ones over it (and over the share of their input
+ * port) first.  Packets that meet a bucket
  * emptied here, before the new buckets are in place, take the L4 hash
  * (counted as fallbacks); nothing is looked up in a half-moved table.
  */
-static int ovs_flowcell_rebuild(struct ovs_flowcell_table *t, u32 limit)
+static int ovs_flowcell_rebuild(struct ovs_flowcell_table *t, u32 limit,
+				u32 port_limit)
 {
 	struct ovs_flowcell_buckets *old, *new;
+	u64 evicted = 0, port_evicted = 0;
 	struct ovs_flowcell_flow *f, *n;
-	u64 evicted = 0;
 	LIST_HEAD(all);
 	u32 i;
 
@@ -197,6 +219,7 @@ static int ovs_flowcell_rebuild(struct ovs_flowcell_table *t, u32 limit)
 		return -ENOMEM;
 	old = ovs_flowcell_buckets_locked(t);
 	WRITE_ONCE(t->limit, limit);
+	WRITE_ONCE(t->port_limit, port_limit);
 	for (i = 0; i <= old->mask; i++) {
 		struct ovs_flowcell_bucket *b = &old->b[i];
 
@@ -209,14 +232,20 @@ static int ovs_flowcell_rebuild(struct ovs_flowcell_table *t, u32 limit)
 	}
 	list_sort(NULL, &all, ovs_flowcell_cmp_recent);
 	list_for_each_entry_safe_reverse(f, n, &all, node) {
-		if (atomic_read(&t->count) <= limit)
-			break;
+		if (atomic_read(&t->count) > limit)
+			evicted++;
+		else if (atomic_read(ovs_flowcell_port(t, f->key.in_port)) >
+			 port_limit)
+			port_evicted++;
+		else
+			continue;
 		list_del(&f->node);
 		ovs_flowcell_forget(t, f);
-		evicted++;
 	}
 	if (evicted)
 		ovs_flowcell_count(t, evictions, evicted);
+	if (port_evicted)
+		ovs_flowcell_count(t, port_evictions, port_evicted);
 	/* Oldest first, so that each bucket ends most recent first. */
 	list_for_each_entry_safe_reverse(f, n, &all, node)
 		list_move(&f->node, &new->b[ovs_flowcell_index(new, &f->key)].lru);
@@ -233,24 +262,52 @@ static int ovs_flowcell_rebuild(struct ovs_flowcell_table *t, u32 limit)
 static int __ovs_flowcell_set_limits(struct ovs_flowcell_table *t, u32 limit,
 				     u32 idle_msecs)
 {
+	u32 i, port_limit, busiest = 0;
 	int err = 0;
 
 	lockdep_assert_held(&t->mutex);
 	limit = clamp_t(u32, limit, 1, OVS_FLOWCELL_LIMIT_MAX);
 	idle_msecs = clamp_t(u32, idle_msecs, OVS_FLOWCELL_IDLE_MSECS_MIN,
 			     OVS_FLOWCELL_IDLE_MSECS_MAX);
+	port_limit = ovs_flowcell_port_limit(limit, t->port_share);
+	for (i = 0; i < OVS_FLOWCELL_PORT_SLOTS; i++)
+		busiest = max_t(u32, busiest, atomic_read(&t->ports[i]));
 	if (ovs_flowcell_nbuckets(limit) !=
 	    ovs_flowcell_buckets_locked(t)->mask + 1 ||
-	    atomic_read(&t->count) > limit)
-		err = ovs_flowcell_rebuild(t, limit);
-	else
+	    atomic_read(&t->count) > limit || busiest > port_limit) {
+		err = ovs_flowcell_rebuild(t, limit, port_limit);
+	} else {
 		WRITE_ONCE(t->limit, limit);
+		WRITE_ONCE(t->port_limit, port_limit);
+	}
 	if (err)
 		return err;
 	WRITE_ONCE(t->idle_msecs, idle_msecs);
 	WRITE_ONCE(t->idle, max(msecs_to_jiffies(idle_msecs), 1UL));
 	return 0;
 }
+
+#if IS_ENABLED(CONFIG_KUNIT)
+/* A port's share of the limit, in percent (1 to 100); a lower one evicts
+ * the least recently used flows of the ports now over it.  May sleep.
+ */
+VISIBLE_IF_KUNIT int ovs_flowcell_set_port_share(struct ovs_flowcell_table *t,
+						 u32 share)
+{
+	u32 old;
+	int err;
+
+	mutex_lock(&t->mutex);
+	old = t->port_share;
+	t->port_share = clamp_t(u32, share, 1, 100);
+	err = __ovs_flowcell_set_limits(t, t->limit, t->idle_msecs);
+	if (err)
+		t->port_share = old;
+	mutex_unlock(&t->mutex);
+	return err;
+}
+EXPORT_SYMBOL_IF_KUNIT(ovs_flowcell_set_port_share);
+#endif
 
 VISIBLE_IF_KUNIT int ovs_flowcell_set_limits(struct ovs_flowcell_table *t,
 					     u32 limit, u32 idle_msecs)
@@ -287,6 +344,7 @@ ovs_flowcell_table_alloc(u32 limit, u32 idle_msecs)
 	if (!tb)
 		goto err;
 	RCU_INIT_POINTER(t->buckets, tb);
+	t->port_share = OVS_FLOWCELL_PORT_SHARE_DEFAULT;
 	mutex_init(&t->mutex);
 	INIT_DELAYED_WORK(&t->gc, ovs_flowcell_gc);
 	ovs_flowcell_set_limits(t, limit, idle_msecs);
@@ -367,62 +425,103 @@ VISIBLE_IF_KUNIT void ovs_flowcell_unlock(struct ovs_flowcell_bucket *b)
 }
 EXPORT_SYMBOL_IF_KUNIT(ovs_flowcell_unlock);
 
-/* The flow of @b whose memory a new flow may take: its least recently used
- * one.  Counted as expired when idle, else as evicted.
+/* The flow of @b whose memory a new flow of @in_port may take, unlinked:
+ * the bucket's least recently used flow if it is idle (of any port, unless
+ * @own_only), else the least recently used flow of @in_port.  The flows
+ * of other ports are never taken while they are active.
  */
 static struct ovs_flowcell_flow *
 ovs_flowcell_victim(struct ovs_flowcell_table *t, struct ovs_flowcell_bucket *b,
-		    const struct ovs_flowcell_key *key, unsigned long now)
+		    u16 in_port, unsigned long now, bool own_only,
+		    bool table_full)
 {
 	struct ovs_flowcell_flow *f;
 
 	if (list_empty(&b->lru))
 		return NULL;
 	f = list_last_entry(&b->lru, struct ovs_flowcell_flow, node);
-	if (ovs_flowcell_is_idle(t, f, now))
+	if (ovs_flowcell_is_idle(t, f, now) &&
+	    (!own_only || f->key.in_port == in_port)) {
 		ovs_flowcell_count_bh(t, expired, 1);
-	else
-		ovs_flowcell_count_bh(t, evictions, 1);
+		goto found;
+	}
+	list_for_each_entry_reverse(f, &b->lru, node) {
+		if (f->key.in_port != in_port)
+			continue;
+		if (ovs_flowcell_is_idle(t, f, now))
+			ovs_flowcell_count_bh(t, expired, 1);
+		else if (table_full)
+			ovs_flowcell_count_bh(t, evictions, 1);
+		else
+			ovs_flowcell_count_bh(t, port_evictions, 1);
+		goto found;
+	}
+	return NULL;
+found:
 	list_del(&f->node);
 	return f;
 }
 
-/* Memory for a new flow of the locked bucket @b: a new allocation under
- * the limit; at the limit, the memory of a flow of @b (see
- * ovs_flowcell_victim()) or, when it has none, of one of the next
- * OVS_FLOWCELL_PROBES buckets that is not busy (a trylock: the packet path
- * never waits for a second lock).  NULL when there is no room (refused) or
- * no memory.  No list of every flow is kept: eviction order is the LRU
- * order of a bucket, not of the table.
+/* Memory for a new flow of @key in the locked bucket @b.  Under the limit
+ * and under its port's share: a new allocation.  Otherwise the memory of
+ * a flow ovs_flowcell_victim() picks in @b or, when @b has none, in one of
+ * the next OVS_FLOWCELL_PROBES buckets that is not busy (a trylock: the
+ * packet path never waits for a second lock).  A port at its share takes
+ * only its own flows, so a port that opens many flows cannot take the
+ * state of another port's active flows.  NULL when there is no room
+ * (refused) or no memory.  No list of every flow is kept: eviction order
+ * is the LRU order of a bucket, not of the table.
  */
 static struct ovs_flowcell_flow *
 ovs_flowcell_new(struct ovs_flowcell_table *t, struct ovs_flowcell_bucket *b,
 		 const struct ovs_flowcell_key *key, unsigned long now, gfp_t gfp)
 {
 	struct ovs_flowcell_buckets *tb = rcu_dereference(t->buckets);
+	atomic_t *port = ovs_flowcell_port(t, key->in_port);
 	struct ovs_flowcell_bucket *nb;
 	struct ovs_flowcell_flow *f;
 	u32 i, idx = b - tb->b;
+	bool port_full, table_full;
 
-	if (ovs_flowcell_take(&t->count, READ_ONCE(t->limit))) {
-		f = kmalloc(sizeof(*f), gfp);
-		if (f)
-			return f;
-		atomic_dec(&t->count);
-		ovs_flowcell_count_bh(t, alloc_fails, 1);
-		return NULL;
+	port_full = !ovs_flowcell_take(port, READ_ONCE(t->port_limit));
+	if (port_full) {
+		table_full = atomic_read(&t->count) >= READ_ONCE(t->limit);
+	} else {
+		table_full = !ovs_flowcell_take(&t->count,
+						READ_ONCE(t->limit));
+		if (!table_full) {
+			f = kmalloc(sizeof(*f), gfp);
+			if (f)
+				return f;
+			atomic_dec(&t->count);
+			atomic_dec(port);
+			ovs_flowcell_count_bh(t, alloc_fails, 1);
+			return NULL;
+		}
 	}
-	f = ovs_flowcell_victim(t, b, key, now);
+	f = ovs_flowcell_victim(t, b, key->in_port, now, port_full,
+				table_full);
 	for (i = 1; !f && i <= OVS_FLOWCELL_PROBES && i <= tb->mask; i++) {
 		nb = &tb->b[(idx + i) & tb->mask];
 		if (!spin_trylock(&nb->lock))
 			continue;
 		if (!nb->moved)
-			f = ovs_flowcell_victim(t, nb, key, now);
+			f = ovs_flowcell_victim(t, nb, key->in_port, now,
+						port_full, table_full);
 		spin_unlock(&nb->lock);
 	}
-	if (!f)
-		ovs_flowcell_count_bh(t, refused, 1);
+	if (!f) {
+		if (!port_full)
+			atomic_dec(port);
+		if (table_full)
+			ovs_flowcell_count_bh(t, refused, 1);
+		else
+			ovs_flowcell_count_bh(t, port_refused, 1);
+		return NULL;
+	}
+	/* The flow taken leaves its port (@key's own, when it is full). */
+	if (!port_full)
+		atomic_dec(ovs_flowcell_port(t, f->key.in_port));
 	return f;
 }
 
@@ -632,6 +731,8 @@ void ovs_flowcell_stop(struct datapath *dp)
 		spin_unlock_bh(&tb->b[i].lock);
 	}
 	atomic_set(&t->count, 0);
+	for (i = 0; i < OVS_FLOWCELL_PORT_SLOTS; i++)
+		atomic_set(&t->ports[i], 0);
 	mutex_unlock(&t->mutex);
 	cancel_delayed_work_sync(&t->gc);
 	list_for_each_entry_safe(f, n, &doomed, node)
@@ -735,15 +836,17 @@ fallback:
 size_t ovs_flowcell_msg_size(void)
 {
 	return nla_total_size(0) +			/* the nest */
-	       4 * nla_total_size(sizeof(u32)) +	/* limit, idle, seed, gap */
-	       10 * nla_total_size_64bit(sizeof(u64));	/* the counters */
+	       5 * nla_total_size(sizeof(u32)) +	/* limit, idle, seed, gap,
+							 * port share
+							 */
+	       12 * nla_total_size_64bit(sizeof(u64));	/* the counters */
 }
 
 int ovs_flowcell_fill(struct datapath *dp, struct sk_buff *skb)
 {
 	struct ovs_flowcell_table *t = dp->flowcell;
 	struct ovs_flowcell_stats s;
-	u32 limit, idle_msecs, seed, gap_us;
+	u32 limit, idle_msecs, seed, gap_us, share;
 	struct nlattr *nest;
 	u64 flows;
 
@@ -753,6 +856,7 @@ int ovs_flowcell_fill(struct datapath *dp, struct sk_buff *skb)
 	idle_msecs = READ_ONCE(t->idle_msecs);
 	seed = READ_ONCE(t->start_seed);
 	gap_us = READ_ONCE(t->gap_us);
+	share = READ_ONCE(t->port_share);
 
 	nest = nla_nest_start_noflag(skb, OVS_DP_ATTR_FLOWCELL);
 	if (!nest)
@@ -761,6 +865,7 @@ int ovs_flowcell_fill(struct datapath *dp, struct sk_buff *skb)
 	    nla_put_u32(skb, OVS_FLOWCELL_ATTR_IDLE_MSECS, idle_msecs) ||
 	    nla_put_u32(skb, OVS_FLOWCELL_ATTR_SEED, seed) ||
 	    nla_put_u32(skb, OVS_FLOWCELL_ATTR_GAP_US, gap_us) ||
+	    nla_put_u32(skb, OVS_FLOWCELL_ATTR_PORT_SHARE, share) ||
 	    nla_put_u64_64bit(skb, OVS_FLOWCELL_ATTR_FLOWS, flows,
 			      OVS_FLOWCELL_ATTR_PAD) ||
 	    nla_put_u64_64bit(skb, OVS_FLOWCELL_ATTR_PACKETS, s.packets,
@@ -780,7 +885,11 @@ int ovs_flowcell_fill(struct datapath *dp, struct sk_buff *skb)
 	    nla_put_u64_64bit(skb, OVS_FLOWCELL_ATTR_GAP_CELLS, s.gap_cells,
 			      OVS_FLOWCELL_ATTR_PAD) ||
 	    nla_put_u64_64bit(skb, OVS_FLOWCELL_ATTR_REFUSED, s.refused,
-			      OVS_FLOWCELL_ATTR_PAD)) {
+			      OVS_FLOWCELL_ATTR_PAD) ||
+	    nla_put_u64_64bit(skb, OVS_FLOWCELL_ATTR_PORT_EVICTIONS,
+			      s.port_evictions, OVS_FLOWCELL_ATTR_PAD) ||
+	    nla_put_u64_64bit(skb, OVS_FLOWCELL_ATTR_PORT_REFUSED,
+			      s.port_refused, OVS_FLOWCELL_ATTR_PAD)) {
 		nla_nest_cancel(skb, nest);
 		return -EMSGSIZE;
 	}
@@ -825,6 +934,9 @@ static const struct nla_policy ovs_flowcell_policy[OVS_FLOWCELL_ATTR_MAX + 1] = 
 		NLA_POLICY_FULL_RANGE(NLA_U32, &ovs_flowcell_gap_range),
 	[OVS_FLOWCELL_ATTR_GAP_CELLS] = OVS_FLOWCELL_READ_ONLY,
 	[OVS_FLOWCELL_ATTR_REFUSED] = OVS_FLOWCELL_READ_ONLY,
+	[OVS_FLOWCELL_ATTR_PORT_SHARE] = NLA_POLICY_RANGE(NLA_U32, 1, 100),
+	[OVS_FLOWCELL_ATTR_PORT_EVICTIONS] = OVS_FLOWCELL_READ_ONLY,
+	[OVS_FLOWCELL_ATTR_PORT_REFUSED] = OVS_FLOWCELL_READ_ONLY,
 };
 
 /* OVS_DP_ATTR_FLOWCELL in OVS_DP_CMD_NEW and OVS_DP_CMD_SET: validated
@@ -837,7 +949,7 @@ int ovs_flowcell_set(struct datapath *dp, const struct nlattr *attr,
 {
 	struct nlattr *tb[OVS_FLOWCELL_ATTR_MAX + 1];
 	struct ovs_flowcell_table *t = dp->flowcell;
-	u32 limit, idle_msecs;
+	u32 limit, idle_msecs, old_share;
 	int err;
 
 	err = __nla_parse(tb, OVS_FLOWCELL_ATTR_MAX, nla_data(attr),
@@ -847,12 +959,16 @@ int ovs_flowcell_set(struct datapath *dp, const struct nlattr *attr,
 		return err;
 
 	mutex_lock(&t->mutex);
+	old_share = t->port_share;
+	if (tb[OVS_FLOWCELL_ATTR_PORT_SHARE])
+		t->port_share = nla_get_u32(tb[OVS_FLOWCELL_ATTR_PORT_SHARE]);
 	limit = tb[OVS_FLOWCELL_ATTR_LIMIT] ?
 		nla_get_u32(tb[OVS_FLOWCELL_ATTR_LIMIT]) : t->limit;
 	idle_msecs = tb[OVS_FLOWCELL_ATTR_IDLE_MSECS] ?
 		nla_get_u32(tb[OVS_FLOWCELL_ATTR_IDLE_MSECS]) : t->idle_msecs;
 	err = __ovs_flowcell_set_limits(t, limit, idle_msecs);
 	if (err) {
+		t->port_share = old_share;
 		mutex_unlock(&t->mutex);
 		NL_SET_ERR_MSG_ATTR(extack, attr,
 				    "No memory for the flowcell table's buckets");

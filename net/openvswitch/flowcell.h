@@ -9,8 +9,9 @@
  * bit 31 set, so a dp_hash select group walks its buckets flowcell by
  * flowcell.  The state lives in a bounded table per datapath: a hash of
  * flows sized from the limit, each bucket with its own lock and its own
- * LRU list, a limit with eviction inside the bucket and an idle timeout
- * enforced by a delayed work.
+ * LRU list, a limit with eviction inside the bucket, a share of the limit
+ * per input port (a port's new flows take the state of its own flows only)
+ * and an idle timeout enforced by a delayed work.
  *
  * Flowlet mode (OVS_FLOWCELL_ATTR_GAP_US set): the flowcell size is
  * ignored and a flow starts its next flowcell (a flowlet) when its previous
@@ -76,6 +77,8 @@ struct ovs_flowcell_stats {
 	u64 fallbacks;
 	u64 gap_cells;			/* flowlets started by the gap */
 	u64 refused;			/* new flows with no room near them */
+	u64 port_evictions;		/* taken by their port, at its share */
+	u64 port_refused;		/* new flows of a port at its share */
 };
 
 struct ovs_flowcell_pcpu_stats {
@@ -89,6 +92,10 @@ struct ovs_flowcell_pcpu_stats {
 	(OVS_FLOWCELL_LIMIT_MAX / OVS_FLOWCELL_BUCKET_DEPTH)
 /* Buckets next to its own a new flow may take a flow from at the limit. */
 #define OVS_FLOWCELL_PROBES		8
+/* Input ports whose flows are counted apart (port numbers modulo this). */
+#define OVS_FLOWCELL_PORT_SLOTS		1024
+/* A port may always hold this many flows (or the whole limit if smaller). */
+#define OVS_FLOWCELL_PORT_MIN		64
 /* Idle flows freed per run of the garbage collector. */
 #define OVS_FLOWCELL_GC_BUDGET	4096
 
@@ -114,6 +121,8 @@ struct ovs_flowcell_table {
 	struct ovs_flowcell_buckets __rcu *buckets;
 	atomic_t count;			/* flows in the buckets */
 	u32 limit;
+	u32 port_share;			/* percent of the limit a port may hold */
+	u32 port_limit;			/* the flows that makes */
 	u32 idle_msecs;
 	unsigned long idle;		/* idle_msecs in jiffies */
 	u32 start_seed;			/* 0: random starts, else hashed */
@@ -125,6 +134,7 @@ struct ovs_flowcell_table {
 	struct ovs_flowcell_pcpu_stats __percpu *stats;
 	struct mutex mutex;		/* rebuild, collector, teardown */
 	struct delayed_work gc;
+	atomic_t ports[OVS_FLOWCELL_PORT_SLOTS];	/* flows per input port */
 };
 
 /* The flowcell size a hash action's basis stands for. */
@@ -241,6 +251,8 @@ unsigned int ovs_flowcell_expire(struct ovs_flowcell_table *t,
 				 unsigned long now, unsigned int budget);
 int ovs_flowcell_set_limits(struct ovs_flowcell_table *t, u32 limit,
 			    u32 idle_msecs);
+int ovs_flowcell_set_port_share(struct ovs_flowcell_table *t, u32 share);
+u32 ovs_flowcell_port_limit(u32 limit, u32 share);
 void ovs_flowcell_read_stats(struct ovs_flowcell_table *t,
 			     struct ovs_flowcell_stats *s);
 u32 ovs_flowcell_payload(const struct sk_buff *skb,

@@ -3,7 +3,9 @@
  * (flowcell.c): the flowcell decision (boundaries, a packet that would
  * pass the size, full TSO skbs, packets larger than a flowcell, the 16-bit
  * ID wrap, consecutive hashes), the per-flow table (random start, LRU
- * eviction at the limit, idle expiry, a lowered limit), the payload length
+ * eviction at the limit, idle expiry, a lowered limit, buckets sized from
+ * the limit and rebuilt when it changes, a per-port share of the limit
+ * against a flood from another port), the payload length
  * of a packet and the flowlet gap (below, at and above the gap, a wrapping clock, gap 0).
  */
 
@@ -254,6 +256,17 @@ static struct ovs_flowcell_flow *find(struct ovs_flowcell_table *t, u32 n,
 	struct ovs_flowcell_key k;
 
 	key_of(&k, n);
+	return fc_find(t, &k, now, created);
+}
+
+static struct ovs_flowcell_flow *find_port(struct ovs_flowcell_table *t,
+					   u32 n, u16 port, unsigned long now,
+					   bool *created)
+{
+	struct ovs_flowcell_key k;
+
+	key_of(&k, n);
+	k.in_port = port;
 	return fc_find(t, &k, now, created);
 }
 
@@ -523,6 +536,99 @@ static void flowcell_rebuild_test(struct kunit *test)
 		KUNIT_EXPECT_FALSE(test, created);
 		KUNIT_EXPECT_EQ(test, f->cell, (u32)i);
 	}
+	ovs_flowcell_table_free(t);
+}
+
+/* A port holds at most its share of the limit, and never fewer than 64
+ * flows (the whole limit when it is smaller).
+ */
+static void flowcell_port_limit_test(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_port_limit(8192, 50), 4096U);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_port_limit(8192, 100), 8192U);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_port_limit(8192, 1), 81U);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_port_limit(100, 10), 64U);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_port_limit(4, 50), 4U);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_port_limit(1, 1), 1U);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_port_limit(OVS_FLOWCELL_LIMIT_MAX,
+						      100),
+			(u32)OVS_FLOWCELL_LIMIT_MAX);
+}
+
+static void flood(struct ovs_flowcell_table *t, u16 port, u32 base, int n,
+		  unsigned long now)
+{
+	struct ovs_flowcell_key k;
+	bool created;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		key_of(&k, i);
+		k.in_port = port;
+		k.dst.s6_addr32[3] = htonl(base + i);
+		fc_find(t, &k, now + i / 1000, &created);
+	}
+}
+
+/* A victim flow from in_port 1 keeps its flowcell state (same start, same
+ * ID, no restart) while in_port 2 opens 10,000 new flows, more than the
+ * limit: the flood takes state from its own flows only, at its share of
+ * the limit and, with a share of 100%, at the limit.
+ */
+static void flowcell_port_isolation_test(struct kunit *test)
+{
+	struct ovs_flowcell_table *t = table(test, OVS_FLOWCELL_LIMIT_DEFAULT,
+					     10000);
+	struct ovs_flowcell_stats s;
+	struct ovs_flowcell_flow *f;
+	unsigned long now = jiffies;
+	bool created;
+	u32 start;
+
+	f = find_port(t, 0, 1, now, &created);
+	KUNIT_ASSERT_NOT_NULL(test, f);
+	f->cell = 5;
+	f->bytes = 1000;
+	start = f->start;
+
+	flood(t, 2, 0x0b000000, 10000, now + 1);
+	s = fc_stats(t);
+	KUNIT_EXPECT_EQ(test, atomic_read(&t->ports[2]), 4096);
+	KUNIT_EXPECT_EQ(test, fc_count(t), 4097U);
+	KUNIT_EXPECT_EQ(test, s.port_evictions + s.port_refused, 10000ULL - 4096);
+	KUNIT_EXPECT_GT(test, s.port_evictions, 0ULL);
+	KUNIT_EXPECT_EQ(test, s.evictions, 0ULL);
+	f = find_port(t, 0, 1, now + 11, &created);
+	KUNIT_ASSERT_NOT_NULL(test, f);
+	KUNIT_EXPECT_FALSE(test, created);
+	KUNIT_EXPECT_EQ(test, f->cell, 5U);
+	KUNIT_EXPECT_EQ(test, f->bytes, 1000U);
+	KUNIT_EXPECT_EQ(test, f->start, start);
+
+	/* One port may fill the table: it then takes its own flows, or
+	 * is refused; in_port 1's flow stays.
+	 */
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_set_port_share(t, 100), 0);
+	flood(t, 2, 0x0c000000, 10000, now + 12);
+	s = fc_stats(t);
+	KUNIT_EXPECT_EQ(test, fc_count(t), (u32)OVS_FLOWCELL_LIMIT_DEFAULT);
+	KUNIT_EXPECT_GT(test, s.evictions, 0ULL);
+	f = find_port(t, 0, 1, now + 23, &created);
+	KUNIT_ASSERT_NOT_NULL(test, f);
+	KUNIT_EXPECT_FALSE(test, created);
+	KUNIT_EXPECT_EQ(test, f->cell, 5U);
+	KUNIT_EXPECT_EQ(test, f->start, start);
+	/* A new flow of a third port finds no room: refused, not evicting. */
+	KUNIT_EXPECT_NULL(test, find_port(t, 1, 3, now + 23, &created));
+	KUNIT_EXPECT_EQ(test, fc_stats(t).refused, s.refused + 1);
+	KUNIT_EXPECT_EQ(test, fc_stats(t).evictions, s.evictions);
+
+	/* A lower share evicts the flood's oldest flows at once. */
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_set_port_share(t, 50), 0);
+	KUNIT_EXPECT_LE(test, atomic_read(&t->ports[2]), 4096);
+	f = find_port(t, 0, 1, now + 24, &created);
+	KUNIT_ASSERT_NOT_NULL(test, f);
+	KUNIT_EXPECT_FALSE(test, created);
 	ovs_flowcell_table_free(t);
 }
 
@@ -805,6 +911,8 @@ static struct kunit_case openvswitch_flowcell_cases[] = {
 	KUNIT_CASE(flowcell_set_limits_test),
 	KUNIT_CASE(flowcell_table_sizing_test),
 	KUNIT_CASE(flowcell_rebuild_test),
+	KUNIT_CASE(flowcell_port_limit_test),
+	KUNIT_CASE(flowcell_port_isolation_test),
 	KUNIT_CASE(flowcell_payload_test),
 	KUNIT_CASE(flowcell_gap_boundary_test),
 	KUNIT_CASE(flowcell_gap_ignores_size_test),
