@@ -13,6 +13,9 @@
 #include <linux/ipv6.h>
 #include <linux/jhash.h>
 #include <linux/jiffies.h>
+#include <linux/list_sort.h>
+#include <linux/log2.h>
+#include <linux/percpu.h>
 #include <linux/random.h>
 #include <linux/skbuff.h>
 #include <linux/slab.h>
@@ -25,74 +28,351 @@
 #include "flow.h"
 #include "flowcell.h"
 
-static struct hlist_head *ovs_flowcell_bucket(struct ovs_flowcell_table *t,
-					      const struct ovs_flowcell_key *key)
+/* Buckets for @limit flows: a quarter of it, rounded up to a power of
+ * two, so that a full table walks chains of about four flows.
+ */
+VISIBLE_IF_KUNIT u32 ovs_flowcell_nbuckets(u32 limit)
 {
-	u32 h = jhash2((const u32 *)key, sizeof(*key) / sizeof(u32), t->seed);
+	u32 n = DIV_ROUND_UP(clamp_t(u32, limit, 1, OVS_FLOWCELL_LIMIT_MAX),
+			     OVS_FLOWCELL_BUCKET_DEPTH);
 
-	return &t->buckets[h & (OVS_FLOWCELL_BUCKETS - 1)];
+	return min_t(u32, roundup_pow_of_two(n), OVS_FLOWCELL_BUCKETS_MAX);
+}
+EXPORT_SYMBOL_IF_KUNIT(ovs_flowcell_nbuckets);
+
+static struct ovs_flowcell_buckets *ovs_flowcell_buckets_alloc(u32 n)
+{
+	struct ovs_flowcell_buckets *tb;
+	u32 i;
+
+	tb = kmalloc(sizeof(*tb), GFP_KERNEL_ACCOUNT);
+	if (!tb)
+		return NULL;
+	tb->b = kvcalloc(n, sizeof(*tb->b), GFP_KERNEL_ACCOUNT);
+	if (!tb->b) {
+		kfree(tb);
+		return NULL;
+	}
+	for (i = 0; i < n; i++) {
+		spin_lock_init(&tb->b[i].lock);
+		INIT_LIST_HEAD(&tb->b[i].lru);
+	}
+	tb->mask = n - 1;
+	tb->seed = get_random_u32();
+	return tb;
 }
 
-static void ovs_flowcell_unlink(struct ovs_flowcell_table *t,
+static void ovs_flowcell_buckets_free(struct ovs_flowcell_buckets *tb)
+{
+	if (!tb)
+		return;
+	kvfree(tb->b);
+	kfree(tb);
+}
+
+static u32 ovs_flowcell_index(const struct ovs_flowcell_buckets *tb,
+			      const struct ovs_flowcell_key *key)
+{
+	return jhash2((const u32 *)key, sizeof(*key) / sizeof(u32),
+		      tb->seed) & tb->mask;
+}
+
+static struct ovs_flowcell_buckets *
+ovs_flowcell_buckets_locked(struct ovs_flowcell_table *t)
+{
+	return rcu_dereference_protected(t->buckets,
+					 lockdep_is_held(&t->mutex));
+}
+
+#if IS_ENABLED(CONFIG_KUNIT)
+VISIBLE_IF_KUNIT u32 ovs_flowcell_table_buckets(struct ovs_flowcell_table *t)
+{
+	u32 n;
+
+	mutex_lock(&t->mutex);
+	n = ovs_flowcell_buckets_locked(t)->mask + 1;
+	mutex_unlock(&t->mutex);
+	return n;
+}
+EXPORT_SYMBOL_IF_KUNIT(ovs_flowcell_table_buckets);
+#endif
+
+#define ovs_flowcell_count_bh(t, field, n)				\
+	do {								\
+		struct ovs_flowcell_pcpu_stats *p_;			\
+									\
+		p_ = this_cpu_ptr((t)->stats);				\
+		u64_stats_update_begin(&p_->syncp);			\
+		p_->s.field += (n);					\
+		u64_stats_update_end(&p_->syncp);			\
+	} while (0)
+
+/* Outside the packet path and the bucket locks (process context). */
+#define ovs_flowcell_count(t, field, n)					\
+	do {								\
+		local_bh_disable();					\
+		ovs_flowcell_count_bh(t, field, n);			\
+		local_bh_enable();					\
+	} while (0)
+
+VISIBLE_IF_KUNIT void ovs_flowcell_read_stats(struct ovs_flowcell_table *t,
+					      struct ovs_flowcell_stats *s)
+{
+	const struct ovs_flowcell_pcpu_stats *p;
+	struct ovs_flowcell_stats c;
+	unsigned int start;
+	int cpu;
+
+	memset(s, 0, sizeof(*s));
+	for_each_possible_cpu(cpu) {
+		p = per_cpu_ptr(t->stats, cpu);
+		do {
+			start = u64_stats_fetch_begin(&p->syncp);
+			c = p->s;
+		} while (u64_stats_fetch_retry(&p->syncp, start));
+		s->packets += c.packets;
+		s->bytes += c.bytes;
+		s->cells += c.cells;
+		s->evictions += c.evictions;
+		s->expired += c.expired;
+		s->alloc_fails += c.alloc_fails;
+		s->fallbacks += c.fallbacks;
+		s->gap_cells += c.gap_cells;
+		s->refused += c.refused;
+		s->port_evictions += c.port_evictions;
+		s->port_refused += c.port_refused;
+	}
+}
+EXPORT_SYMBOL_IF_KUNIT(ovs_flowcell_read_stats);
+
+static atomic_t *ovs_flowcell_port(struct ovs_flowcell_table *t, u16 in_port)
+{
+	return &t->ports[in_port % OVS_FLOWCELL_PORT_SLOTS];
+}
+
+/* The flows one input port may hold: @share percent of @limit, and at
+ * least OVS_FLOWCELL_PORT_MIN (the whole limit, when it is smaller).
+ */
+VISIBLE_IF_KUNIT u32 ovs_flowcell_port_limit(u32 limit, u32 share)
+{
+	return max_t(u32, div_u64((u64)limit * share, 100),
+		     min_t(u32, limit, OVS_FLOWCELL_PORT_MIN));
+}
+EXPORT_SYMBOL_IF_KUNIT(ovs_flowcell_port_limit);
+
+/* A flow unlinked from its bucket leaves the table. */
+static void ovs_flowcell_forget(struct ovs_flowcell_table *t,
 				struct ovs_flowcell_flow *f)
 {
-	hlist_del(&f->hnode);
-	list_del(&f->lru);
-	t->count--;
+	atomic_dec(ovs_flowcell_port(t, f->key.in_port));
+	atomic_dec(&t->count);
+	kfree(f);
+}
+
+/* One more flow unless @max are there already. */
+static bool ovs_flowcell_take(atomic_t *v, int max)
+{
+	int old = atomic_read(v);
+
+	do {
+		if (old >= max)
+			return false;
+	} while (!atomic_try_cmpxchg(v, &old, old + 1));
+	return true;
 }
 
 static bool ovs_flowcell_is_idle(const struct ovs_flowcell_table *t,
 				 const struct ovs_flowcell_flow *f,
 				 unsigned long now)
 {
-	return time_after(now, f->last_used + t->idle);
+	return time_after(now, f->last_used + READ_ONCE(t->idle));
 }
 
-/* A lower limit evicts the least recently used flows at once. */
-VISIBLE_IF_KUNIT void ovs_flowcell_set_limits(struct ovs_flowcell_table *t,
-					      u32 limit, u32 idle_msecs)
+/* Most recent first. */
+static int ovs_flowcell_cmp_recent(void *priv, const struct list_head *a,
+				   const struct list_head *b)
 {
-	struct ovs_flowcell_flow *f;
+	const struct ovs_flowcell_flow *fa, *fb;
 
-	t->limit = clamp_t(u32, limit, 1, OVS_FLOWCELL_LIMIT_MAX);
-	t->idle_msecs = clamp_t(u32, idle_msecs, OVS_FLOWCELL_IDLE_MSECS_MIN,
-				OVS_FLOWCELL_IDLE_MSECS_MAX);
-	t->idle = max(msecs_to_jiffies(t->idle_msecs), 1UL);
-	while (t->count > t->limit) {
-		f = list_last_entry(&t->lru, struct ovs_flowcell_flow, lru);
-		ovs_flowcell_unlink(t, f);
-		kfree(f);
-		t->stats.evictions++;
+	fa = list_entry(a, struct ovs_flowcell_flow, node);
+	fb = list_entry(b, struct ovs_flowcell_flow, node);
+	return time_before(fa->last_used, fb->last_used);
+}
+
+/* Moves every flow into a new set of buckets sized for @limit, evicting
+ * the least recently used ones over it (and over the share of their input
+ * port) first.  Packets that meet a bucket
+ * emptied here, before the new buckets are in place, take the L4 hash
+ * (counted as fallbacks); nothing is looked up in a half-moved table.
+ */
+static int ovs_flowcell_rebuild(struct ovs_flowcell_table *t, u32 limit,
+				u32 port_limit)
+{
+	struct ovs_flowcell_buckets *old, *new;
+	u64 evicted = 0, port_evicted = 0;
+	struct ovs_flowcell_flow *f, *n;
+	LIST_HEAD(all);
+	u32 i;
+
+	new = ovs_flowcell_buckets_alloc(ovs_flowcell_nbuckets(limit));
+	if (!new)
+		return -ENOMEM;
+	old = ovs_flowcell_buckets_locked(t);
+	WRITE_ONCE(t->limit, limit);
+	WRITE_ONCE(t->port_limit, port_limit);
+	for (i = 0; i <= old->mask; i++) {
+		struct ovs_flowcell_bucket *b = &old->b[i];
+
+		spin_lock_bh(&b->lock);
+		b->moved = true;
+		list_splice_tail_init(&b->lru, &all);
+		spin_unlock_bh(&b->lock);
+		if (!(i & 1023))
+			cond_resched();
 	}
+	list_sort(NULL, &all, ovs_flowcell_cmp_recent);
+	list_for_each_entry_safe_reverse(f, n, &all, node) {
+		if (atomic_read(&t->count) > limit)
+			evicted++;
+		else if (atomic_read(ovs_flowcell_port(t, f->key.in_port)) >
+			 port_limit)
+			port_evicted++;
+		else
+			continue;
+		list_del(&f->node);
+		ovs_flowcell_forget(t, f);
+	}
+	if (evicted)
+		ovs_flowcell_count(t, evictions, evicted);
+	if (port_evicted)
+		ovs_flowcell_count(t, port_evictions, port_evicted);
+	/* Oldest first, so that each bucket ends most recent first. */
+	list_for_each_entry_safe_reverse(f, n, &all, node)
+		list_move(&f->node, &new->b[ovs_flowcell_index(new, &f->key)].lru);
+	rcu_assign_pointer(t->buckets, new);
+	synchronize_rcu();
+	ovs_flowcell_buckets_free(old);
+	return 0;
+}
+
+/* A lower limit evicts the least recently used flows at once; a limit
+ * that asks for another number of buckets moves the flows to new ones.
+ * Nothing changes when the new buckets cannot be allocated.  May sleep.
+ */
+static int __ovs_flowcell_set_limits(struct ovs_flowcell_table *t, u32 limit,
+				     u32 idle_msecs)
+{
+	u32 i, port_limit, busiest = 0;
+	int err = 0;
+
+	lockdep_assert_held(&t->mutex);
+	limit = clamp_t(u32, limit, 1, OVS_FLOWCELL_LIMIT_MAX);
+	idle_msecs = clamp_t(u32, idle_msecs, OVS_FLOWCELL_IDLE_MSECS_MIN,
+			     OVS_FLOWCELL_IDLE_MSECS_MAX);
+	port_limit = ovs_flowcell_port_limit(limit, t->port_share);
+	for (i = 0; i < OVS_FLOWCELL_PORT_SLOTS; i++)
+		busiest = max_t(u32, busiest, atomic_read(&t->ports[i]));
+	if (ovs_flowcell_nbuckets(limit) !=
+	    ovs_flowcell_buckets_locked(t)->mask + 1 ||
+	    atomic_read(&t->count) > limit || busiest > port_limit) {
+		err = ovs_flowcell_rebuild(t, limit, port_limit);
+	} else {
+		WRITE_ONCE(t->limit, limit);
+		WRITE_ONCE(t->port_limit, port_limit);
+	}
+	if (err)
+		return err;
+	WRITE_ONCE(t->idle_msecs, idle_msecs);
+	WRITE_ONCE(t->idle, max(msecs_to_jiffies(idle_msecs), 1UL));
+	return 0;
+}
+
+#if IS_ENABLED(CONFIG_KUNIT)
+/* A port's share of the limit, in percent (1 to 100); a lower one evicts
+ * the least recently used flows of the ports now over it.  May sleep.
+ */
+VISIBLE_IF_KUNIT int ovs_flowcell_set_port_share(struct ovs_flowcell_table *t,
+						 u32 share)
+{
+	u32 old;
+	int err;
+
+	mutex_lock(&t->mutex);
+	old = t->port_share;
+	t->port_share = clamp_t(u32, share, 1, 100);
+	err = __ovs_flowcell_set_limits(t, t->limit, t->idle_msecs);
+	if (err)
+		t->port_share = old;
+	mutex_unlock(&t->mutex);
+	return err;
+}
+EXPORT_SYMBOL_IF_KUNIT(ovs_flowcell_set_port_share);
+#endif
+
+VISIBLE_IF_KUNIT int ovs_flowcell_set_limits(struct ovs_flowcell_table *t,
+					     u32 limit, u32 idle_msecs)
+{
+	int err;
+
+	mutex_lock(&t->mutex);
+	err = __ovs_flowcell_set_limits(t, limit, idle_msecs);
+	mutex_unlock(&t->mutex);
+	return err;
 }
 EXPORT_SYMBOL_IF_KUNIT(ovs_flowcell_set_limits);
+
+static void ovs_flowcell_gc(struct work_struct *work);
 
 VISIBLE_IF_KUNIT struct ovs_flowcell_table *
 ovs_flowcell_table_alloc(u32 limit, u32 idle_msecs)
 {
+	struct ovs_flowcell_buckets *tb;
 	struct ovs_flowcell_table *t;
+	int cpu;
 
-	t = kvzalloc(sizeof(*t), GFP_KERNEL);
+	t = kzalloc(sizeof(*t), GFP_KERNEL_ACCOUNT);
 	if (!t)
 		return NULL;
-	spin_lock_init(&t->lock);
-	INIT_LIST_HEAD(&t->lru);
-	t->seed = get_random_u32();
+	t->stats = alloc_percpu_gfp(struct ovs_flowcell_pcpu_stats,
+				    GFP_KERNEL_ACCOUNT);
+	if (!t->stats)
+		goto err;
+	for_each_possible_cpu(cpu)
+		u64_stats_init(&per_cpu_ptr(t->stats, cpu)->syncp);
+	limit = clamp_t(u32, limit, 1, OVS_FLOWCELL_LIMIT_MAX);
+	tb = ovs_flowcell_buckets_alloc(ovs_flowcell_nbuckets(limit));
+	if (!tb)
+		goto err;
+	RCU_INIT_POINTER(t->buckets, tb);
+	t->port_share = OVS_FLOWCELL_PORT_SHARE_DEFAULT;
+	mutex_init(&t->mutex);
+	INIT_DELAYED_WORK(&t->gc, ovs_flowcell_gc);
 	ovs_flowcell_set_limits(t, limit, idle_msecs);
 	return t;
+err:
+	free_percpu(t->stats);
+	kfree(t);
+	return NULL;
 }
 EXPORT_SYMBOL_IF_KUNIT(ovs_flowcell_table_alloc);
 
 /* The table must be unreachable (no packet, no work). */
 VISIBLE_IF_KUNIT void ovs_flowcell_table_free(struct ovs_flowcell_table *t)
 {
+	struct ovs_flowcell_buckets *tb;
 	struct ovs_flowcell_flow *f, *n;
+	u32 i;
 
 	if (!t)
 		return;
-	list_for_each_entry_safe(f, n, &t->lru, lru)
-		kfree(f);
-	kvfree(t);
+	tb = rcu_dereference_protected(t->buckets, true);
+	for (i = 0; i <= tb->mask; i++)
+		list_for_each_entry_safe(f, n, &tb->b[i].lru, node)
+			kfree(f);
+	ovs_flowcell_buckets_free(tb);
+	mutex_destroy(&t->mutex);
+	free_percpu(t->stats);
+	kfree(t);
 }
 EXPORT_SYMBOL_IF_KUNIT(ovs_flowcell_table_free);
 
@@ -115,86 +395,220 @@ VISIBLE_IF_KUNIT u32 ovs_flowcell_start(const struct ovs_flowcell_table *t,
 }
 EXPORT_SYMBOL_IF_KUNIT(ovs_flowcell_start);
 
-/* The state of the flow @key, moved to the head of the LRU list; a new one
- * (ID 0, no bytes, a new start) when there is none or it was idle, which
- * then reuses the least recently used flow's memory when the table is at
- * its limit.  NULL when the table is dying or memory is short.
+/* The bucket of @key, locked, inside an RCU read-side section; NULL when
+ * a rebuild emptied it (the packet then takes the L4 hash).
+ */
+VISIBLE_IF_KUNIT struct ovs_flowcell_bucket *
+ovs_flowcell_lock(struct ovs_flowcell_table *t,
+		  const struct ovs_flowcell_key *key)
+{
+	struct ovs_flowcell_buckets *tb;
+	struct ovs_flowcell_bucket *b;
+
+	rcu_read_lock();
+	tb = rcu_dereference(t->buckets);
+	b = &tb->b[ovs_flowcell_index(tb, key)];
+	spin_lock_bh(&b->lock);
+	if (unlikely(b->moved)) {
+		spin_unlock_bh(&b->lock);
+		rcu_read_unlock();
+		return NULL;
+	}
+	return b;
+}
+EXPORT_SYMBOL_IF_KUNIT(ovs_flowcell_lock);
+
+VISIBLE_IF_KUNIT void ovs_flowcell_unlock(struct ovs_flowcell_bucket *b)
+{
+	spin_unlock_bh(&b->lock);
+	rcu_read_unlock();
+}
+EXPORT_SYMBOL_IF_KUNIT(ovs_flowcell_unlock);
+
+/* The flow of @b whose memory a new flow of @in_port may take, unlinked:
+ * the bucket's least recently used flow if it is idle (of any port, unless
+ * @own_only), else the least recently used flow of @in_port.  The flows
+ * of other ports are never taken while they are active.
+ */
+static struct ovs_flowcell_flow *
+ovs_flowcell_victim(struct ovs_flowcell_table *t, struct ovs_flowcell_bucket *b,
+		    u16 in_port, unsigned long now, bool own_only,
+		    bool table_full)
+{
+	struct ovs_flowcell_flow *f;
+
+	if (list_empty(&b->lru))
+		return NULL;
+	f = list_last_entry(&b->lru, struct ovs_flowcell_flow, node);
+	if (ovs_flowcell_is_idle(t, f, now) &&
+	    (!own_only || f->key.in_port == in_port)) {
+		ovs_flowcell_count_bh(t, expired, 1);
+		goto found;
+	}
+	list_for_each_entry_reverse(f, &b->lru, node) {
+		if (f->key.in_port != in_port)
+			continue;
+		if (ovs_flowcell_is_idle(t, f, now))
+			ovs_flowcell_count_bh(t, expired, 1);
+		else if (table_full)
+			ovs_flowcell_count_bh(t, evictions, 1);
+		else
+			ovs_flowcell_count_bh(t, port_evictions, 1);
+		goto found;
+	}
+	return NULL;
+found:
+	list_del(&f->node);
+	return f;
+}
+
+/* Memory for a new flow of @key in the locked bucket @b.  Under the limit
+ * and under its port's share: a new allocation.  Otherwise the memory of
+ * a flow ovs_flowcell_victim() picks in @b or, when @b has none, in one of
+ * the next OVS_FLOWCELL_PROBES buckets that is not busy (a trylock: the
+ * packet path never waits for a second lock).  A port at its share takes
+ * only its own flows, so a port that opens many flows cannot take the
+ * state of another port's active flows.  NULL when there is no room
+ * (refused) or no memory.  No list of every flow is kept: eviction order
+ * is the LRU order of a bucket, not of the table.
+ */
+static struct ovs_flowcell_flow *
+ovs_flowcell_new(struct ovs_flowcell_table *t, struct ovs_flowcell_bucket *b,
+		 const struct ovs_flowcell_key *key, unsigned long now, gfp_t gfp)
+{
+	struct ovs_flowcell_buckets *tb = rcu_dereference(t->buckets);
+	atomic_t *port = ovs_flowcell_port(t, key->in_port);
+	struct ovs_flowcell_bucket *nb;
+	struct ovs_flowcell_flow *f;
+	u32 i, idx = b - tb->b;
+	bool port_full, table_full;
+
+	port_full = !ovs_flowcell_take(port, READ_ONCE(t->port_limit));
+	if (port_full) {
+		table_full = atomic_read(&t->count) >= READ_ONCE(t->limit);
+	} else {
+		table_full = !ovs_flowcell_take(&t->count,
+						READ_ONCE(t->limit));
+		if (!table_full) {
+			f = kmalloc(sizeof(*f), gfp);
+			if (f)
+				return f;
+			atomic_dec(&t->count);
+			atomic_dec(port);
+			ovs_flowcell_count_bh(t, alloc_fails, 1);
+			return NULL;
+		}
+	}
+	f = ovs_flowcell_victim(t, b, key->in_port, now, port_full,
+				table_full);
+	for (i = 1; !f && i <= OVS_FLOWCELL_PROBES && i <= tb->mask; i++) {
+		nb = &tb->b[(idx + i) & tb->mask];
+		if (!spin_trylock(&nb->lock))
+			continue;
+		if (!nb->moved)
+			f = ovs_flowcell_victim(t, nb, key->in_port, now,
+						port_full, table_full);
+		spin_unlock(&nb->lock);
+	}
+	if (!f) {
+		if (!port_full)
+			atomic_dec(port);
+		if (table_full)
+			ovs_flowcell_count_bh(t, refused, 1);
+		else
+			ovs_flowcell_count_bh(t, port_refused, 1);
+		return NULL;
+	}
+	/* The flow taken leaves its port (@key's own, when it is full). */
+	if (!port_full)
+		atomic_dec(ovs_flowcell_port(t, f->key.in_port));
+	return f;
+}
+
+/* The state of the flow @key in its locked bucket @b, moved to the head of
+ * the bucket's LRU list; a new one (ID 0, no bytes, a new start) when
+ * there is none or it was idle.  NULL when the table is dying, full with
+ * no flow to take near @b, or memory is short.
  */
 VISIBLE_IF_KUNIT struct ovs_flowcell_flow *
-ovs_flowcell_find(struct ovs_flowcell_table *t,
+ovs_flowcell_find(struct ovs_flowcell_table *t, struct ovs_flowcell_bucket *b,
 		  const struct ovs_flowcell_key *key, unsigned long now,
 		  u64 now_ns, gfp_t gfp, bool *created)
 {
-	struct hlist_head *head = ovs_flowcell_bucket(t, key);
 	struct ovs_flowcell_flow *f;
 
-	lockdep_assert_held(&t->lock);
+	lockdep_assert_held(&b->lock);
 	*created = false;
-	hlist_for_each_entry(f, head, hnode) {
+	list_for_each_entry(f, &b->lru, node) {
 		if (memcmp(&f->key, key, sizeof(*key)))
 			continue;
 		if (ovs_flowcell_is_idle(t, f, now)) {
 			/* Forgotten, though not yet collected. */
-			t->stats.expired++;
+			ovs_flowcell_count_bh(t, expired, 1);
 			goto restart;
 		}
 		f->last_used = now;
-		list_move(&f->lru, &t->lru);
+		list_move(&f->node, &b->lru);
 		return f;
 	}
 
-	if (t->dying)
+	if (READ_ONCE(t->dying))
 		return NULL;
-	if (t->count >= t->limit && !list_empty(&t->lru)) {
-		f = list_last_entry(&t->lru, struct ovs_flowcell_flow, lru);
-		if (ovs_flowcell_is_idle(t, f, now))
-			t->stats.expired++;
-		else
-			t->stats.evictions++;
-		ovs_flowcell_unlink(t, f);
-	} else {
-		f = kmalloc(sizeof(*f), gfp);
-		if (!f) {
-			t->stats.alloc_fails++;
-			return NULL;
-		}
-	}
+	f = ovs_flowcell_new(t, b, key, now, gfp);
+	if (!f)
+		return NULL;
 	f->key = *key;
-	hlist_add_head(&f->hnode, head);
-	list_add(&f->lru, &t->lru);
-	t->count++;
+	list_add(&f->node, &b->lru);
 restart:
 	f->start = ovs_flowcell_start(t, key);
 	f->cell = 0;
 	f->bytes = 0;
 	f->last_used = now;
 	f->last_ns = now_ns;
-	list_move(&f->lru, &t->lru);
+	list_move(&f->node, &b->lru);
 	*created = true;
 	return f;
 }
 EXPORT_SYMBOL_IF_KUNIT(ovs_flowcell_find);
 
-/* Frees up to @budget flows idle at @now, least recently used first;
- * returns how many.
+/* Frees up to @budget flows idle at @now, from the least recently used
+ * end of each bucket, going on where the previous call stopped; returns
+ * how many.  May sleep.
  */
 VISIBLE_IF_KUNIT unsigned int ovs_flowcell_expire(struct ovs_flowcell_table *t,
 						  unsigned long now,
 						  unsigned int budget)
 {
+	struct ovs_flowcell_buckets *tb;
+	struct ovs_flowcell_bucket *b;
 	struct ovs_flowcell_flow *f;
 	unsigned int n = 0;
+	u32 i, idx;
 
-	lockdep_assert_held(&t->lock);
-	while (n < budget && !list_empty(&t->lru)) {
-		f = list_last_entry(&t->lru, struct ovs_flowcell_flow, lru);
-		if (!ovs_flowcell_is_idle(t, f, now))
-			break;
-		ovs_flowcell_unlink(t, f);
-		kfree(f);
-		n++;
+	mutex_lock(&t->mutex);
+	tb = ovs_flowcell_buckets_locked(t);
+	idx = t->gc_next & tb->mask;
+	for (i = 0; i <= tb->mask && n < budget; i++) {
+		idx = (t->gc_next + i) & tb->mask;
+		b = &tb->b[idx];
+		spin_lock_bh(&b->lock);
+		while (n < budget && !list_empty(&b->lru)) {
+			f = list_last_entry(&b->lru, struct ovs_flowcell_flow,
+					    node);
+			if (!ovs_flowcell_is_idle(t, f, now))
+				break;
+			list_del(&f->node);
+			ovs_flowcell_forget(t, f);
+			n++;
+		}
+		spin_unlock_bh(&b->lock);
+		if (!(i & 1023))
+			cond_resched();
 	}
-	t->stats.expired += n;
+	t->gc_next = idx;
+	mutex_unlock(&t->mutex);
+	if (n)
+		ovs_flowcell_count(t, expired, n);
 	return n;
 }
 EXPORT_SYMBOL_IF_KUNIT(ovs_flowcell_expire);
@@ -270,7 +684,7 @@ static void ovs_flowcell_key_from(struct ovs_flowcell_key *fk,
 
 static unsigned long ovs_flowcell_gc_interval(const struct ovs_flowcell_table *t)
 {
-	return max(t->idle / 2, 1UL);
+	return max(READ_ONCE(t->idle) / 2, 1UL);
 }
 
 static void ovs_flowcell_gc(struct work_struct *work)
@@ -279,13 +693,11 @@ static void ovs_flowcell_gc(struct work_struct *work)
 	unsigned int n;
 
 	t = container_of(to_delayed_work(work), struct ovs_flowcell_table, gc);
-	spin_lock_bh(&t->lock);
 	n = ovs_flowcell_expire(t, jiffies, OVS_FLOWCELL_GC_BUDGET);
-	if (t->count && !t->dying)
+	if (atomic_read(&t->count) && !READ_ONCE(t->dying))
 		queue_delayed_work(system_power_efficient_wq, &t->gc,
 				   n == OVS_FLOWCELL_GC_BUDGET ? 1 :
 				   ovs_flowcell_gc_interval(t));
-	spin_unlock_bh(&t->lock);
 }
 
 int ovs_flowcell_init(struct datapath *dp)
@@ -294,29 +706,36 @@ int ovs_flowcell_init(struct datapath *dp)
 						OVS_FLOWCELL_IDLE_MSECS_DEFAULT);
 	if (!dp->flowcell)
 		return -ENOMEM;
-	INIT_DELAYED_WORK(&dp->flowcell->gc, ovs_flowcell_gc);
 	return 0;
 }
 
 /* The datapath is being destroyed: free the flows now, in process context;
- * packets still in flight find the table dying and take the L4 hash.
+ * packets still in flight find the table dying and take the L4 hash.  A
+ * packet that saw the table alive under a bucket lock (and may have queued
+ * the collector) is done once that bucket is emptied here.
  */
 void ovs_flowcell_stop(struct datapath *dp)
 {
 	struct ovs_flowcell_table *t = dp->flowcell;
+	struct ovs_flowcell_buckets *tb;
 	struct ovs_flowcell_flow *f, *n;
 	LIST_HEAD(doomed);
+	u32 i;
 
-	spin_lock_bh(&t->lock);
-	t->dying = true;
-	list_for_each_entry_safe(f, n, &t->lru, lru) {
-		hlist_del(&f->hnode);
-		list_move(&f->lru, &doomed);
+	mutex_lock(&t->mutex);
+	WRITE_ONCE(t->dying, true);
+	tb = ovs_flowcell_buckets_locked(t);
+	for (i = 0; i <= tb->mask; i++) {
+		spin_lock_bh(&tb->b[i].lock);
+		list_splice_init(&tb->b[i].lru, &doomed);
+		spin_unlock_bh(&tb->b[i].lock);
 	}
-	t->count = 0;
-	spin_unlock_bh(&t->lock);
+	atomic_set(&t->count, 0);
+	for (i = 0; i < OVS_FLOWCELL_PORT_SLOTS; i++)
+		atomic_set(&t->ports[i], 0);
+	mutex_unlock(&t->mutex);
 	cancel_delayed_work_sync(&t->gc);
-	list_for_each_entry_safe(f, n, &doomed, lru)
+	list_for_each_entry_safe(f, n, &doomed, node)
 		kfree(f);
 }
 
@@ -355,47 +774,52 @@ bool ovs_flowcell_execute(struct datapath *dp, struct sk_buff *skb,
 			  struct sw_flow_key *key, u32 basis)
 {
 	struct ovs_flowcell_table *t = dp->flowcell;
+	struct ovs_flowcell_pcpu_stats *stats;
+	struct ovs_flowcell_bucket *b;
 	struct ovs_flowcell_flow *f;
 	struct ovs_flowcell_key fk;
+	u64 now_ns, gap_ns;
 	bool created, next;
 	u32 len, hash;
-	u64 now_ns;
 	u16 id;
 
 	len = ovs_key_mac_proto(key) == MAC_PROTO_ETHERNET ?
 	      ovs_flowcell_payload(skb, key) : 0;
-	spin_lock_bh(&t->lock);
-	if (!len) {
-		t->stats.fallbacks++;
-		spin_unlock_bh(&t->lock);
-		return false;
-	}
+	if (!len)
+		goto fallback;
 	ovs_flowcell_key_from(&fk, key);
 	/* The clock only matters to flowlets (a new flow's stamp is then 0,
 	 * older than any gap_since_ns).
 	 */
-	now_ns = t->gap_ns ? ktime_get_ns() : 0;
-	f = ovs_flowcell_find(t, &fk, jiffies, now_ns, GFP_ATOMIC, &created);
+	gap_ns = READ_ONCE(t->gap_ns);
+	now_ns = gap_ns ? ktime_get_ns() : 0;
+	b = ovs_flowcell_lock(t, &fk);
+	if (!b)
+		goto fallback;
+	f = ovs_flowcell_find(t, b, &fk, jiffies, now_ns, GFP_ATOMIC, &created);
 	if (!f) {
-		t->stats.fallbacks++;
-		spin_unlock_bh(&t->lock);
-		return false;
+		ovs_flowcell_unlock(b);
+		goto fallback;
 	}
 	/* A new flow's first packet starts flowcell 0 (its last_ns is now). */
 	next = ovs_flowcell_decide(f, len, ovs_flowcell_size(basis), now_ns,
-				   t->gap_ns, t->gap_since_ns);
-	if (next || created)
-		t->stats.cells++;
-	if (next && t->gap_ns)
-		t->stats.gap_cells++;
-	t->stats.packets++;
-	t->stats.bytes += len;
+				   gap_ns, READ_ONCE(t->gap_since_ns));
 	hash = ovs_flowcell_hash(f);
 	id = ovs_flowcell_id(f);
-	if (created && !t->dying)
+	if (created && !READ_ONCE(t->dying))
 		queue_delayed_work(system_power_efficient_wq, &t->gc,
 				   ovs_flowcell_gc_interval(t));
-	spin_unlock_bh(&t->lock);
+	ovs_flowcell_unlock(b);
+
+	stats = this_cpu_ptr(t->stats);
+	u64_stats_update_begin(&stats->syncp);
+	if (next || created)
+		stats->s.cells++;
+	if (next && gap_ns)
+		stats->s.gap_cells++;
+	stats->s.packets++;
+	stats->s.bytes += len;
+	u64_stats_update_end(&stats->syncp);
 
 	/* Without a writable header the packet still takes its flowcell's
 	 * path, unmarked.
@@ -403,31 +827,36 @@ bool ovs_flowcell_execute(struct datapath *dp, struct sk_buff *skb,
 	ovs_flowcell_stamp(skb, key, id);
 	key->ovs_flow_hash = hash;
 	return true;
+
+fallback:
+	ovs_flowcell_count_bh(t, fallbacks, 1);
+	return false;
 }
 
 size_t ovs_flowcell_msg_size(void)
 {
 	return nla_total_size(0) +			/* the nest */
-	       4 * nla_total_size(sizeof(u32)) +	/* limit, idle, seed, gap */
-	       9 * nla_total_size_64bit(sizeof(u64));	/* the counters */
+	       5 * nla_total_size(sizeof(u32)) +	/* limit, idle, seed, gap,
+							 * port share
+							 */
+	       12 * nla_total_size_64bit(sizeof(u64));	/* the counters */
 }
 
 int ovs_flowcell_fill(struct datapath *dp, struct sk_buff *skb)
 {
 	struct ovs_flowcell_table *t = dp->flowcell;
 	struct ovs_flowcell_stats s;
-	u32 limit, idle_msecs, seed, gap_us;
+	u32 limit, idle_msecs, seed, gap_us, share;
 	struct nlattr *nest;
 	u64 flows;
 
-	spin_lock_bh(&t->lock);
-	s = t->stats;
-	flows = t->count;
-	limit = t->limit;
-	idle_msecs = t->idle_msecs;
-	seed = t->start_seed;
-	gap_us = t->gap_us;
-	spin_unlock_bh(&t->lock);
+	ovs_flowcell_read_stats(t, &s);
+	flows = atomic_read(&t->count);
+	limit = READ_ONCE(t->limit);
+	idle_msecs = READ_ONCE(t->idle_msecs);
+	seed = READ_ONCE(t->start_seed);
+	gap_us = READ_ONCE(t->gap_us);
+	share = READ_ONCE(t->port_share);
 
 	nest = nla_nest_start_noflag(skb, OVS_DP_ATTR_FLOWCELL);
 	if (!nest)
@@ -436,6 +865,7 @@ int ovs_flowcell_fill(struct datapath *dp, struct sk_buff *skb)
 	    nla_put_u32(skb, OVS_FLOWCELL_ATTR_IDLE_MSECS, idle_msecs) ||
 	    nla_put_u32(skb, OVS_FLOWCELL_ATTR_SEED, seed) ||
 	    nla_put_u32(skb, OVS_FLOWCELL_ATTR_GAP_US, gap_us) ||
+	    nla_put_u32(skb, OVS_FLOWCELL_ATTR_PORT_SHARE, share) ||
 	    nla_put_u64_64bit(skb, OVS_FLOWCELL_ATTR_FLOWS, flows,
 			      OVS_FLOWCELL_ATTR_PAD) ||
 	    nla_put_u64_64bit(skb, OVS_FLOWCELL_ATTR_PACKETS, s.packets,
@@ -453,7 +883,13 @@ int ovs_flowcell_fill(struct datapath *dp, struct sk_buff *skb)
 	    nla_put_u64_64bit(skb, OVS_FLOWCELL_ATTR_FALLBACKS, s.fallbacks,
 			      OVS_FLOWCELL_ATTR_PAD) ||
 	    nla_put_u64_64bit(skb, OVS_FLOWCELL_ATTR_GAP_CELLS, s.gap_cells,
-			      OVS_FLOWCELL_ATTR_PAD)) {
+			      OVS_FLOWCELL_ATTR_PAD) ||
+	    nla_put_u64_64bit(skb, OVS_FLOWCELL_ATTR_REFUSED, s.refused,
+			      OVS_FLOWCELL_ATTR_PAD) ||
+	    nla_put_u64_64bit(skb, OVS_FLOWCELL_ATTR_PORT_EVICTIONS,
+			      s.port_evictions, OVS_FLOWCELL_ATTR_PAD) ||
+	    nla_put_u64_64bit(skb, OVS_FLOWCELL_ATTR_PORT_REFUSED,
+			      s.port_refused, OVS_FLOWCELL_ATTR_PAD)) {
 		nla_nest_cancel(skb, nest);
 		return -EMSGSIZE;
 	}
@@ -497,6 +933,10 @@ static const struct nla_policy ovs_flowcell_policy[OVS_FLOWCELL_ATTR_MAX + 1] = 
 	[OVS_FLOWCELL_ATTR_GAP_US] =
 		NLA_POLICY_FULL_RANGE(NLA_U32, &ovs_flowcell_gap_range),
 	[OVS_FLOWCELL_ATTR_GAP_CELLS] = OVS_FLOWCELL_READ_ONLY,
+	[OVS_FLOWCELL_ATTR_REFUSED] = OVS_FLOWCELL_READ_ONLY,
+	[OVS_FLOWCELL_ATTR_PORT_SHARE] = NLA_POLICY_RANGE(NLA_U32, 1, 100),
+	[OVS_FLOWCELL_ATTR_PORT_EVICTIONS] = OVS_FLOWCELL_READ_ONLY,
+	[OVS_FLOWCELL_ATTR_PORT_REFUSED] = OVS_FLOWCELL_READ_ONLY,
 };
 
 /* OVS_DP_ATTR_FLOWCELL in OVS_DP_CMD_NEW and OVS_DP_CMD_SET: validated
@@ -509,7 +949,7 @@ int ovs_flowcell_set(struct datapath *dp, const struct nlattr *attr,
 {
 	struct nlattr *tb[OVS_FLOWCELL_ATTR_MAX + 1];
 	struct ovs_flowcell_table *t = dp->flowcell;
-	u32 limit, idle_msecs;
+	u32 limit, idle_msecs, old_share;
 	int err;
 
 	err = __nla_parse(tb, OVS_FLOWCELL_ATTR_MAX, nla_data(attr),
@@ -518,14 +958,25 @@ int ovs_flowcell_set(struct datapath *dp, const struct nlattr *attr,
 	if (err)
 		return err;
 
-	spin_lock_bh(&t->lock);
+	mutex_lock(&t->mutex);
+	old_share = t->port_share;
+	if (tb[OVS_FLOWCELL_ATTR_PORT_SHARE])
+		t->port_share = nla_get_u32(tb[OVS_FLOWCELL_ATTR_PORT_SHARE]);
 	limit = tb[OVS_FLOWCELL_ATTR_LIMIT] ?
 		nla_get_u32(tb[OVS_FLOWCELL_ATTR_LIMIT]) : t->limit;
 	idle_msecs = tb[OVS_FLOWCELL_ATTR_IDLE_MSECS] ?
 		nla_get_u32(tb[OVS_FLOWCELL_ATTR_IDLE_MSECS]) : t->idle_msecs;
-	ovs_flowcell_set_limits(t, limit, idle_msecs);
+	err = __ovs_flowcell_set_limits(t, limit, idle_msecs);
+	if (err) {
+		t->port_share = old_share;
+		mutex_unlock(&t->mutex);
+		NL_SET_ERR_MSG_ATTR(extack, attr,
+				    "No memory for the flowcell table's buckets");
+		return err;
+	}
 	if (tb[OVS_FLOWCELL_ATTR_SEED])
-		t->start_seed = nla_get_u32(tb[OVS_FLOWCELL_ATTR_SEED]);
+		WRITE_ONCE(t->start_seed,
+			   nla_get_u32(tb[OVS_FLOWCELL_ATTR_SEED]));
 	if (tb[OVS_FLOWCELL_ATTR_GAP_US]) {
 		u32 gap_us = nla_get_u32(tb[OVS_FLOWCELL_ATTR_GAP_US]);
 
@@ -533,10 +984,10 @@ int ovs_flowcell_set(struct datapath *dp, const struct nlattr *attr,
 		 * from now (ovs_flowcell_decide()).
 		 */
 		if (gap_us && !t->gap_us)
-			t->gap_since_ns = ktime_get_ns();
-		t->gap_us = gap_us;
-		t->gap_ns = ovs_flowcell_gap_ns(gap_us);
+			WRITE_ONCE(t->gap_since_ns, ktime_get_ns());
+		WRITE_ONCE(t->gap_us, gap_us);
+		WRITE_ONCE(t->gap_ns, ovs_flowcell_gap_ns(gap_us));
 	}
-	spin_unlock_bh(&t->lock);
+	mutex_unlock(&t->mutex);
 	return 0;
 }

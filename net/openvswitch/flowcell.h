@@ -8,8 +8,10 @@
  * starts the next flowcell.  The hash of a flowcell is (start + ID) with
  * bit 31 set, so a dp_hash select group walks its buckets flowcell by
  * flowcell.  The state lives in a bounded table per datapath: a hash of
- * flows and an LRU list under one spinlock, a limit with LRU eviction and
- * an idle timeout enforced by a delayed work.
+ * flows sized from the limit, each bucket with its own lock and its own
+ * LRU list, a limit with eviction inside the bucket, a share of the limit
+ * per input port (a port's new flows take the state of its own flows only)
+ * and an idle timeout enforced by a delayed work.
  *
  * Flowlet mode (OVS_FLOWCELL_ATTR_GAP_US set): the flowcell size is
  * ignored and a flow starts its next flowcell (a flowlet) when its previous
@@ -20,12 +22,16 @@
 #ifndef OVS_FLOWCELL_H
 #define OVS_FLOWCELL_H 1
 
+#include <linux/atomic.h>
 #include <linux/bits.h>
 #include <linux/in6.h>
 #include <linux/list.h>
 #include <linux/minmax.h>
+#include <linux/mutex.h>
 #include <linux/netlink.h>
+#include <linux/rcupdate.h>
 #include <linux/spinlock.h>
+#include <linux/u64_stats_sync.h>
 #include <linux/time64.h>
 #include <linux/types.h>
 #include <linux/workqueue.h>
@@ -52,8 +58,7 @@ struct ovs_flowcell_key {
 };
 
 struct ovs_flowcell_flow {
-	struct hlist_node hnode;
-	struct list_head lru;		/* table->lru, most recent first */
+	struct list_head node;		/* bucket->lru, most recent first */
 	struct ovs_flowcell_key key;
 	unsigned long last_used;	/* jiffies of the last data packet */
 	u64 last_ns;			/* ktime_get_ns() of the same, flowlets */
@@ -71,28 +76,65 @@ struct ovs_flowcell_stats {
 	u64 alloc_fails;
 	u64 fallbacks;
 	u64 gap_cells;			/* flowlets started by the gap */
+	u64 refused;			/* new flows with no room near them */
+	u64 port_evictions;		/* taken by their port, at its share */
+	u64 port_refused;		/* new flows of a port at its share */
 };
 
-#define OVS_FLOWCELL_BUCKETS	2048
-/* Idle flows freed per run of the garbage collector (under the lock). */
+struct ovs_flowcell_pcpu_stats {
+	struct ovs_flowcell_stats s;
+	struct u64_stats_sync syncp;
+};
+
+/* A full table holds about this many flows per bucket. */
+#define OVS_FLOWCELL_BUCKET_DEPTH	4
+#define OVS_FLOWCELL_BUCKETS_MAX	\
+	(OVS_FLOWCELL_LIMIT_MAX / OVS_FLOWCELL_BUCKET_DEPTH)
+/* Buckets next to its own a new flow may take a flow from at the limit. */
+#define OVS_FLOWCELL_PROBES		8
+/* Input ports whose flows are counted apart (port numbers modulo this). */
+#define OVS_FLOWCELL_PORT_SLOTS		1024
+/* A port may always hold this many flows (or the whole limit if smaller). */
+#define OVS_FLOWCELL_PORT_MIN		64
+/* Idle flows freed per run of the garbage collector. */
 #define OVS_FLOWCELL_GC_BUDGET	4096
 
+struct ovs_flowcell_bucket {
+	spinlock_t lock;		/* lru and moved */
+	bool moved;			/* emptied by a rebuild: do not use */
+	struct list_head lru;		/* its flows, most recent first */
+};
+
+struct ovs_flowcell_buckets {
+	u32 mask;			/* number of buckets - 1 */
+	u32 seed;			/* of the buckets' hash */
+	struct ovs_flowcell_bucket *b;
+};
+
+/* The packet path takes one bucket lock (a trylock on a neighbour when a
+ * new flow finds the table full) and writes per-CPU counters; nothing
+ * shared by every flow is written per packet.  The mutex serialises what
+ * walks every bucket: a rebuild (the limit changed), the garbage
+ * collector and teardown.
+ */
 struct ovs_flowcell_table {
-	spinlock_t lock;		/* everything below */
-	struct list_head lru;
-	u32 count;
+	struct ovs_flowcell_buckets __rcu *buckets;
+	atomic_t count;			/* flows in the buckets */
 	u32 limit;
+	u32 port_share;			/* percent of the limit a port may hold */
+	u32 port_limit;			/* the flows that makes */
 	u32 idle_msecs;
 	unsigned long idle;		/* idle_msecs in jiffies */
-	u32 seed;			/* of the buckets' hash */
 	u32 start_seed;			/* 0: random starts, else hashed */
 	u32 gap_us;			/* 0: flowcells, else flowlets */
 	u64 gap_ns;			/* gap_us in nanoseconds */
 	u64 gap_since_ns;		/* gap_us last set from 0 */
 	bool dying;			/* the datapath is going away */
-	struct ovs_flowcell_stats stats;
+	u32 gc_next;			/* the bucket the collector goes on at */
+	struct ovs_flowcell_pcpu_stats __percpu *stats;
+	struct mutex mutex;		/* rebuild, collector, teardown */
 	struct delayed_work gc;
-	struct hlist_head buckets[OVS_FLOWCELL_BUCKETS];
+	atomic_t ports[OVS_FLOWCELL_PORT_SLOTS];	/* flows per input port */
 };
 
 /* The flowcell size a hash action's basis stands for. */
@@ -189,19 +231,30 @@ static inline u16 ovs_flowcell_id(const struct ovs_flowcell_flow *f)
 }
 
 #if IS_ENABLED(CONFIG_KUNIT)
-/* The table, without a datapath (for KUnit).  The functions that take a
- * table expect its lock held.
+/* The table, without a datapath (for KUnit).  ovs_flowcell_find() expects
+ * the bucket of its key locked by ovs_flowcell_lock(); the others take
+ * what they need and may sleep.
  */
+u32 ovs_flowcell_nbuckets(u32 limit);
+u32 ovs_flowcell_table_buckets(struct ovs_flowcell_table *t);
 struct ovs_flowcell_table *ovs_flowcell_table_alloc(u32 limit, u32 idle_msecs);
 void ovs_flowcell_table_free(struct ovs_flowcell_table *t);
+struct ovs_flowcell_bucket *ovs_flowcell_lock(struct ovs_flowcell_table *t,
+					      const struct ovs_flowcell_key *key);
+void ovs_flowcell_unlock(struct ovs_flowcell_bucket *b);
 struct ovs_flowcell_flow *ovs_flowcell_find(struct ovs_flowcell_table *t,
+					    struct ovs_flowcell_bucket *b,
 					    const struct ovs_flowcell_key *key,
 					    unsigned long now, u64 now_ns,
 					    gfp_t gfp, bool *created);
 unsigned int ovs_flowcell_expire(struct ovs_flowcell_table *t,
 				 unsigned long now, unsigned int budget);
-void ovs_flowcell_set_limits(struct ovs_flowcell_table *t, u32 limit,
-			     u32 idle_msecs);
+int ovs_flowcell_set_limits(struct ovs_flowcell_table *t, u32 limit,
+			    u32 idle_msecs);
+int ovs_flowcell_set_port_share(struct ovs_flowcell_table *t, u32 share);
+u32 ovs_flowcell_port_limit(u32 limit, u32 share);
+void ovs_flowcell_read_stats(struct ovs_flowcell_table *t,
+			     struct ovs_flowcell_stats *s);
 u32 ovs_flowcell_payload(const struct sk_buff *skb,
 			 const struct sw_flow_key *key);
 u32 ovs_flowcell_start(const struct ovs_flowcell_table *t,

@@ -3,7 +3,9 @@
  * (flowcell.c): the flowcell decision (boundaries, a packet that would
  * pass the size, full TSO skbs, packets larger than a flowcell, the 16-bit
  * ID wrap, consecutive hashes), the per-flow table (random start, LRU
- * eviction at the limit, idle expiry, a lowered limit), the payload length
+ * eviction at the limit, idle expiry, a lowered limit, buckets sized from
+ * the limit and rebuilt when it changes, a per-port share of the limit
+ * against a flood from another port), the payload length
  * of a packet and the flowlet gap (below, at and above the gap, a wrapping clock, gap 0).
  */
 
@@ -208,17 +210,64 @@ static struct ovs_flowcell_table *table(struct kunit *test, u32 limit,
 	return t;
 }
 
+#define fc_nbuckets(t)	ovs_flowcell_table_buckets(t)
+
+static u32 fc_count(struct ovs_flowcell_table *t)
+{
+	return atomic_read(&t->count);
+}
+
+static struct ovs_flowcell_stats fc_stats(struct ovs_flowcell_table *t)
+{
+	struct ovs_flowcell_stats s;
+
+	ovs_flowcell_read_stats(t, &s);
+	return s;
+}
+
+/* Looks @k up in its bucket, locked as the packet path locks it. */
+static struct ovs_flowcell_flow *fc_find_ns(struct ovs_flowcell_table *t,
+					    const struct ovs_flowcell_key *k,
+					    unsigned long now, u64 now_ns,
+					    bool *created)
+{
+	struct ovs_flowcell_bucket *b;
+	struct ovs_flowcell_flow *f;
+
+	*created = false;
+	b = ovs_flowcell_lock(t, k);
+	if (!b)
+		return NULL;
+	f = ovs_flowcell_find(t, b, k, now, now_ns, GFP_ATOMIC, created);
+	ovs_flowcell_unlock(b);
+	return f;
+}
+
+static struct ovs_flowcell_flow *fc_find(struct ovs_flowcell_table *t,
+					 const struct ovs_flowcell_key *k,
+					 unsigned long now, bool *created)
+{
+	return fc_find_ns(t, k, now, 0, created);
+}
+
 static struct ovs_flowcell_flow *find(struct ovs_flowcell_table *t, u32 n,
 				      unsigned long now, bool *created)
 {
-	struct ovs_flowcell_flow *f;
 	struct ovs_flowcell_key k;
 
 	key_of(&k, n);
-	spin_lock_bh(&t->lock);
-	f = ovs_flowcell_find(t, &k, now, 0, GFP_ATOMIC, created);
-	spin_unlock_bh(&t->lock);
-	return f;
+	return fc_find(t, &k, now, created);
+}
+
+static struct ovs_flowcell_flow *find_port(struct ovs_flowcell_table *t,
+					   u32 n, u16 port, unsigned long now,
+					   bool *created)
+{
+	struct ovs_flowcell_key k;
+
+	key_of(&k, n);
+	k.in_port = port;
+	return fc_find(t, &k, now, created);
 }
 
 /* A new flow starts at ID 0 with a random start; the same flow finds its
@@ -248,7 +297,7 @@ static void flowcell_table_find_test(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, b);
 	KUNIT_EXPECT_TRUE(test, created);
 	KUNIT_EXPECT_PTR_NE(test, a, b);
-	KUNIT_EXPECT_EQ(test, t->count, 2U);
+	KUNIT_EXPECT_EQ(test, fc_count(t), 2U);
 
 	/* Random starts: 64 flows do not all start at the same value. */
 	for (i = 0; i < 64; i++) {
@@ -260,8 +309,8 @@ static void flowcell_table_find_test(struct kunit *test)
 			differ = true;
 	}
 	KUNIT_EXPECT_TRUE(test, differ);
-	KUNIT_EXPECT_EQ(test, t->count, 64U);
-	KUNIT_EXPECT_EQ(test, t->stats.alloc_fails, 0ULL);
+	KUNIT_EXPECT_EQ(test, fc_count(t), 64U);
+	KUNIT_EXPECT_EQ(test, fc_stats(t).alloc_fails, 0ULL);
 	ovs_flowcell_table_free(t);
 }
 
@@ -338,14 +387,14 @@ static void flowcell_lru_eviction_test(struct kunit *test)
 
 	for (i = 0; i < 4; i++)
 		KUNIT_ASSERT_NOT_NULL(test, find(t, i, now, &created));
-	KUNIT_EXPECT_EQ(test, t->count, 4U);
+	KUNIT_EXPECT_EQ(test, fc_count(t), 4U);
 	find(t, 0, now + 1, &created);		/* 0 is recent again */
 	KUNIT_EXPECT_FALSE(test, created);
 	find(t, 4, now + 2, &created);		/* evicts 1 */
 	KUNIT_EXPECT_TRUE(test, created);
-	KUNIT_EXPECT_EQ(test, t->count, 4U);
-	KUNIT_EXPECT_EQ(test, t->stats.evictions, 1ULL);
-	KUNIT_EXPECT_EQ(test, t->stats.expired, 0ULL);
+	KUNIT_EXPECT_EQ(test, fc_count(t), 4U);
+	KUNIT_EXPECT_EQ(test, fc_stats(t).evictions, 1ULL);
+	KUNIT_EXPECT_EQ(test, fc_stats(t).expired, 0ULL);
 	for (i = 0; i < 5; i++) {
 		if (i == 1)
 			continue;
@@ -355,13 +404,13 @@ static void flowcell_lru_eviction_test(struct kunit *test)
 	/* Seen in the order 0 2 3 4: 0 is the least recent now. */
 	find(t, 1, now + 4, &created);		/* back, evicting 0 */
 	KUNIT_EXPECT_TRUE(test, created);
-	KUNIT_EXPECT_EQ(test, t->stats.evictions, 2ULL);
-	KUNIT_EXPECT_EQ(test, t->count, 4U);
+	KUNIT_EXPECT_EQ(test, fc_stats(t).evictions, 2ULL);
+	KUNIT_EXPECT_EQ(test, fc_count(t), 4U);
 	find(t, 4, now + 5, &created);
 	KUNIT_EXPECT_FALSE(test, created);
 	find(t, 0, now + 5, &created);		/* evicts 2 */
 	KUNIT_EXPECT_TRUE(test, created);
-	KUNIT_EXPECT_EQ(test, t->stats.evictions, 3ULL);
+	KUNIT_EXPECT_EQ(test, fc_stats(t).evictions, 3ULL);
 	find(t, 3, now + 6, &created);
 	KUNIT_EXPECT_FALSE(test, created);
 	find(t, 2, now + 6, &created);
@@ -382,16 +431,12 @@ static void flowcell_idle_expiry_test(struct kunit *test)
 
 	for (i = 0; i < 3; i++)
 		find(t, i, now, &created);
-	spin_lock_bh(&t->lock);
 	KUNIT_EXPECT_EQ(test, ovs_flowcell_expire(t, now + idle, 64), 0U);
-	spin_unlock_bh(&t->lock);
 	find(t, 0, now + idle / 2 + 1, &created);	/* 0 stays busy */
-	spin_lock_bh(&t->lock);
 	KUNIT_EXPECT_EQ(test, ovs_flowcell_expire(t, now + idle + 1, 1), 1U);
 	KUNIT_EXPECT_EQ(test, ovs_flowcell_expire(t, now + idle + 1, 64), 1U);
-	KUNIT_EXPECT_EQ(test, t->count, 1U);
-	KUNIT_EXPECT_EQ(test, t->stats.expired, 2ULL);
-	spin_unlock_bh(&t->lock);
+	KUNIT_EXPECT_EQ(test, fc_count(t), 1U);
+	KUNIT_EXPECT_EQ(test, fc_stats(t).expired, 2ULL);
 
 	/* Flow 0, idle but not collected, starts over when seen again. */
 	f = find(t, 0, now + idle / 2 + 1, &created);
@@ -401,8 +446,8 @@ static void flowcell_idle_expiry_test(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, created);
 	KUNIT_EXPECT_EQ(test, f->cell, 0U);
 	KUNIT_EXPECT_EQ(test, f->bytes, 0U);
-	KUNIT_EXPECT_EQ(test, t->count, 1U);
-	KUNIT_EXPECT_EQ(test, t->stats.expired, 3ULL);
+	KUNIT_EXPECT_EQ(test, fc_count(t), 1U);
+	KUNIT_EXPECT_EQ(test, fc_stats(t).expired, 3ULL);
 	ovs_flowcell_table_free(t);
 }
 
@@ -416,22 +461,174 @@ static void flowcell_set_limits_test(struct kunit *test)
 
 	for (i = 0; i < 8; i++)
 		find(t, i, now + i, &created);
-	spin_lock_bh(&t->lock);
-	ovs_flowcell_set_limits(t, 3, 1000);
-	spin_unlock_bh(&t->lock);
-	KUNIT_EXPECT_EQ(test, t->count, 3U);
-	KUNIT_EXPECT_EQ(test, t->stats.evictions, 5ULL);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_set_limits(t, 3, 1000), 0);
+	KUNIT_EXPECT_EQ(test, fc_count(t), 3U);
+	KUNIT_EXPECT_EQ(test, fc_stats(t).evictions, 5ULL);
 	for (i = 5; i < 8; i++) {
 		find(t, i, now + 8, &created);
 		KUNIT_EXPECT_FALSE(test, created);
 	}
 	/* Out-of-range values are clamped. */
-	spin_lock_bh(&t->lock);
-	ovs_flowcell_set_limits(t, 0, 0);
-	spin_unlock_bh(&t->lock);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_set_limits(t, 0, 0), 0);
 	KUNIT_EXPECT_EQ(test, t->limit, 1U);
 	KUNIT_EXPECT_EQ(test, t->idle_msecs, (u32)OVS_FLOWCELL_IDLE_MSECS_MIN);
-	KUNIT_EXPECT_EQ(test, t->count, 1U);
+	KUNIT_EXPECT_EQ(test, fc_count(t), 1U);
+	ovs_flowcell_table_free(t);
+}
+
+/* The buckets follow the limit: a quarter of it, a power of two, so a
+ * full table walks chains of about four flows whatever the limit.
+ */
+static void flowcell_table_sizing_test(struct kunit *test)
+{
+	static const u32 limits[] = { 1, 2048, 1 << 20 };
+	static const u32 buckets[] = { 1, 512, 1 << 18 };
+	struct ovs_flowcell_table *t;
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(limits); i++) {
+		t = table(test, limits[i], 1000);
+		KUNIT_EXPECT_EQ(test, fc_nbuckets(t), buckets[i]);
+		ovs_flowcell_table_free(t);
+	}
+}
+
+/* A limit that asks for more or fewer buckets moves every flow to new
+ * buckets: the flows keep their state (start, ID, bytes); a lower limit
+ * keeps the most recently used ones.
+ */
+static void flowcell_rebuild_test(struct kunit *test)
+{
+	struct ovs_flowcell_table *t = table(test, 64, 10000);
+	struct ovs_flowcell_flow *f;
+	unsigned long now = jiffies;
+	u32 starts[40];
+	bool created;
+	int i;
+
+	KUNIT_EXPECT_EQ(test, fc_nbuckets(t), 16U);
+	for (i = 0; i < 40; i++) {
+		f = find(t, i, now + i, &created);
+		KUNIT_ASSERT_NOT_NULL(test, f);
+		f->cell = i;
+		f->bytes = 100 + i;
+		starts[i] = f->start;
+	}
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_set_limits(t, 1 << 20, 10000), 0);
+	KUNIT_EXPECT_EQ(test, fc_nbuckets(t), 1U << 18);
+	KUNIT_EXPECT_EQ(test, fc_count(t), 40U);
+	for (i = 0; i < 40; i++) {
+		f = find(t, i, now + 40 + i, &created);
+		KUNIT_ASSERT_NOT_NULL(test, f);
+		KUNIT_EXPECT_FALSE(test, created);
+		KUNIT_EXPECT_EQ(test, f->cell, (u32)i);
+		KUNIT_EXPECT_EQ(test, f->bytes, 100U + i);
+		KUNIT_EXPECT_EQ(test, f->start, starts[i]);
+	}
+	/* Down to 8 flows in 2 buckets: 32 to 39 were seen last. */
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_set_limits(t, 8, 10000), 0);
+	KUNIT_EXPECT_EQ(test, fc_nbuckets(t), 2U);
+	KUNIT_EXPECT_EQ(test, fc_count(t), 8U);
+	KUNIT_EXPECT_EQ(test, fc_stats(t).evictions, 32ULL);
+	for (i = 32; i < 40; i++) {
+		f = find(t, i, now + 80, &created);
+		KUNIT_ASSERT_NOT_NULL(test, f);
+		KUNIT_EXPECT_FALSE(test, created);
+		KUNIT_EXPECT_EQ(test, f->cell, (u32)i);
+	}
+	ovs_flowcell_table_free(t);
+}
+
+/* A port holds at most its share of the limit, and never fewer than 64
+ * flows (the whole limit when it is smaller).
+ */
+static void flowcell_port_limit_test(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_port_limit(8192, 50), 4096U);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_port_limit(8192, 100), 8192U);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_port_limit(8192, 1), 81U);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_port_limit(100, 10), 64U);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_port_limit(4, 50), 4U);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_port_limit(1, 1), 1U);
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_port_limit(OVS_FLOWCELL_LIMIT_MAX,
+						      100),
+			(u32)OVS_FLOWCELL_LIMIT_MAX);
+}
+
+static void flood(struct ovs_flowcell_table *t, u16 port, u32 base, int n,
+		  unsigned long now)
+{
+	struct ovs_flowcell_key k;
+	bool created;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		key_of(&k, i);
+		k.in_port = port;
+		k.dst.s6_addr32[3] = htonl(base + i);
+		fc_find(t, &k, now + i / 1000, &created);
+	}
+}
+
+/* A victim flow from in_port 1 keeps its flowcell state (same start, same
+ * ID, no restart) while in_port 2 opens 10,000 new flows, more than the
+ * limit: the flood takes state from its own flows only, at its share of
+ * the limit and, with a share of 100%, at the limit.
+ */
+static void flowcell_port_isolation_test(struct kunit *test)
+{
+	struct ovs_flowcell_table *t = table(test, OVS_FLOWCELL_LIMIT_DEFAULT,
+					     10000);
+	struct ovs_flowcell_stats s;
+	struct ovs_flowcell_flow *f;
+	unsigned long now = jiffies;
+	bool created;
+	u32 start;
+
+	f = find_port(t, 0, 1, now, &created);
+	KUNIT_ASSERT_NOT_NULL(test, f);
+	f->cell = 5;
+	f->bytes = 1000;
+	start = f->start;
+
+	flood(t, 2, 0x0b000000, 10000, now + 1);
+	s = fc_stats(t);
+	KUNIT_EXPECT_EQ(test, atomic_read(&t->ports[2]), 4096);
+	KUNIT_EXPECT_EQ(test, fc_count(t), 4097U);
+	KUNIT_EXPECT_EQ(test, s.port_evictions + s.port_refused, 10000ULL - 4096);
+	KUNIT_EXPECT_GT(test, s.port_evictions, 0ULL);
+	KUNIT_EXPECT_EQ(test, s.evictions, 0ULL);
+	f = find_port(t, 0, 1, now + 11, &created);
+	KUNIT_ASSERT_NOT_NULL(test, f);
+	KUNIT_EXPECT_FALSE(test, created);
+	KUNIT_EXPECT_EQ(test, f->cell, 5U);
+	KUNIT_EXPECT_EQ(test, f->bytes, 1000U);
+	KUNIT_EXPECT_EQ(test, f->start, start);
+
+	/* One port may fill the table: it then takes its own flows, or
+	 * is refused; in_port 1's flow stays.
+	 */
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_set_port_share(t, 100), 0);
+	flood(t, 2, 0x0c000000, 10000, now + 12);
+	s = fc_stats(t);
+	KUNIT_EXPECT_EQ(test, fc_count(t), (u32)OVS_FLOWCELL_LIMIT_DEFAULT);
+	KUNIT_EXPECT_GT(test, s.evictions, 0ULL);
+	f = find_port(t, 0, 1, now + 23, &created);
+	KUNIT_ASSERT_NOT_NULL(test, f);
+	KUNIT_EXPECT_FALSE(test, created);
+	KUNIT_EXPECT_EQ(test, f->cell, 5U);
+	KUNIT_EXPECT_EQ(test, f->start, start);
+	/* A new flow of a third port finds no room: refused, not evicting. */
+	KUNIT_EXPECT_NULL(test, find_port(t, 1, 3, now + 23, &created));
+	KUNIT_EXPECT_EQ(test, fc_stats(t).refused, s.refused + 1);
+	KUNIT_EXPECT_EQ(test, fc_stats(t).evictions, s.evictions);
+
+	/* A lower share evicts the flood's oldest flows at once. */
+	KUNIT_EXPECT_EQ(test, ovs_flowcell_set_port_share(t, 50), 0);
+	KUNIT_EXPECT_LE(test, atomic_read(&t->ports[2]), 4096);
+	f = find_port(t, 0, 1, now + 24, &created);
+	KUNIT_ASSERT_NOT_NULL(test, f);
+	KUNIT_EXPECT_FALSE(test, created);
 	ovs_flowcell_table_free(t);
 }
 
@@ -637,17 +834,13 @@ static void flowcell_gap_find_test(struct kunit *test)
 	bool created;
 
 	key_of(&k, 0);
-	spin_lock_bh(&t->lock);
-	f = ovs_flowcell_find(t, &k, now, 5 * GAP, GFP_ATOMIC, &created);
-	spin_unlock_bh(&t->lock);
+	f = fc_find_ns(t, &k, now, 5 * GAP, &created);
 	KUNIT_ASSERT_NOT_NULL(test, f);
 	KUNIT_EXPECT_TRUE(test, created);
 	KUNIT_EXPECT_EQ(test, f->last_ns, 5 * GAP);
 	KUNIT_EXPECT_FALSE(test, ovs_flowcell_decide(f, 1448, SZ, 5 * GAP,
 						     GAP, 0));
-	spin_lock_bh(&t->lock);
-	f = ovs_flowcell_find(t, &k, now, 7 * GAP, GFP_ATOMIC, &created);
-	spin_unlock_bh(&t->lock);
+	f = fc_find_ns(t, &k, now, 7 * GAP, &created);
 	KUNIT_EXPECT_FALSE(test, created);
 	KUNIT_EXPECT_EQ(test, f->last_ns, 5 * GAP);
 	KUNIT_EXPECT_TRUE(test, ovs_flowcell_decide(f, 1448, SZ, 7 * GAP,
@@ -716,6 +909,10 @@ static struct kunit_case openvswitch_flowcell_cases[] = {
 	KUNIT_CASE(flowcell_lru_eviction_test),
 	KUNIT_CASE(flowcell_idle_expiry_test),
 	KUNIT_CASE(flowcell_set_limits_test),
+	KUNIT_CASE(flowcell_table_sizing_test),
+	KUNIT_CASE(flowcell_rebuild_test),
+	KUNIT_CASE(flowcell_port_limit_test),
+	KUNIT_CASE(flowcell_port_isolation_test),
 	KUNIT_CASE(flowcell_payload_test),
 	KUNIT_CASE(flowcell_gap_boundary_test),
 	KUNIT_CASE(flowcell_gap_ignores_size_test),

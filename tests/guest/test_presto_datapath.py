@@ -46,7 +46,9 @@ OVS_DP_ATTR_FLOWCELL = 10
  OVS_FLOWCELL_ATTR_FLOWS, OVS_FLOWCELL_ATTR_PACKETS, OVS_FLOWCELL_ATTR_BYTES,
  OVS_FLOWCELL_ATTR_CELLS, OVS_FLOWCELL_ATTR_EVICTIONS, OVS_FLOWCELL_ATTR_EXPIRED,
  OVS_FLOWCELL_ATTR_ALLOC_FAILS, OVS_FLOWCELL_ATTR_FALLBACKS, OVS_FLOWCELL_ATTR_SEED,
- OVS_FLOWCELL_ATTR_GAP_US, OVS_FLOWCELL_ATTR_GAP_CELLS) = range(1, 15)
+ OVS_FLOWCELL_ATTR_GAP_US, OVS_FLOWCELL_ATTR_GAP_CELLS, OVS_FLOWCELL_ATTR_REFUSED,
+ OVS_FLOWCELL_ATTR_PORT_SHARE, OVS_FLOWCELL_ATTR_PORT_EVICTIONS,
+ OVS_FLOWCELL_ATTR_PORT_REFUSED) = range(1, 19)
 OVS_FLOWCELL_GAP_US_MAX = 10000000
 FLOWCELL_NAMES = {
     OVS_FLOWCELL_ATTR_LIMIT: "limit", OVS_FLOWCELL_ATTR_IDLE_MSECS: "idle_msecs",
@@ -55,7 +57,10 @@ FLOWCELL_NAMES = {
     OVS_FLOWCELL_ATTR_EVICTIONS: "evictions", OVS_FLOWCELL_ATTR_EXPIRED: "expired",
     OVS_FLOWCELL_ATTR_ALLOC_FAILS: "alloc_fails", OVS_FLOWCELL_ATTR_FALLBACKS: "fallbacks",
     OVS_FLOWCELL_ATTR_SEED: "seed", OVS_FLOWCELL_ATTR_GAP_US: "gap_us",
-    OVS_FLOWCELL_ATTR_GAP_CELLS: "gap_cells",
+    OVS_FLOWCELL_ATTR_GAP_CELLS: "gap_cells", OVS_FLOWCELL_ATTR_REFUSED: "refused",
+    OVS_FLOWCELL_ATTR_PORT_SHARE: "port_share",
+    OVS_FLOWCELL_ATTR_PORT_EVICTIONS: "port_evictions",
+    OVS_FLOWCELL_ATTR_PORT_REFUSED: "port_refused",
 }
 OVS_PACKET_CMD_ACTION, OVS_PACKET_CMD_EXECUTE = 2, 3
 OVS_PACKET_ATTR_PACKET, OVS_PACKET_ATTR_KEY, OVS_PACKET_ATTR_ACTIONS = 1, 2, 3
@@ -206,13 +211,22 @@ class Datapath:
         self.nl.request(self.dpf, OVS_DP_CMD_SET, nla(OVS_DP_ATTR_FLOWCELL, body),
                         hdr=self.hdr(), version=2)
 
-    def execute(self, packet, alg=OVS_HASH_ALG_FLOWCELL, basis=4096):
+    def hash_only(self, packet, in_port=0, basis=4096):
+        """The flowcell hash action alone (no upcall)."""
+        self.nl.request(self.pkf, OVS_PACKET_CMD_EXECUTE,
+                        nla(OVS_PACKET_ATTR_PACKET, packet)
+                        + nla(OVS_PACKET_ATTR_KEY, u32(OVS_KEY_ATTR_IN_PORT, in_port))
+                        + nla(OVS_PACKET_ATTR_ACTIONS, nla(OVS_ACTION_ATTR_HASH, struct.pack(
+                            "=II", OVS_HASH_ALG_FLOWCELL, basis))),
+                        hdr=self.hdr())
+
+    def execute(self, packet, alg=OVS_HASH_ALG_FLOWCELL, basis=4096, in_port=0):
         """The (dp_hash, packet) the hash action leaves, seen by userspace()."""
         actions = nla(OVS_ACTION_ATTR_HASH, struct.pack("=II", alg, basis))
         actions += nla(OVS_ACTION_ATTR_USERSPACE, u32(OVS_USERSPACE_ATTR_PID, self.up.portid))
         self.nl.request(self.pkf, OVS_PACKET_CMD_EXECUTE,
                         nla(OVS_PACKET_ATTR_PACKET, packet)
-                        + nla(OVS_PACKET_ATTR_KEY, u32(OVS_KEY_ATTR_IN_PORT, 0))
+                        + nla(OVS_PACKET_ATTR_KEY, u32(OVS_KEY_ATTR_IN_PORT, in_port))
                         + nla(OVS_PACKET_ATTR_ACTIONS, actions),
                         hdr=self.hdr())
         r, _, _ = select.select([self.up.s], [], [], 10)
@@ -303,6 +317,39 @@ def test_flows_are_separate_and_the_limit_evicts_lru(dp):
     assert dp.flowcell()["evictions"] == 2
 
 
+def test_a_port_flood_leaves_other_ports_flows_alone(dp):
+    """10,000 new flows from in_port 2 beside a victim flow from in_port 1:
+    the flood holds at most its share of the limit (50% by default) and
+    churns its own flows; the victim keeps its flowcell (no restart)."""
+    fc = dp.flowcell()
+    assert fc["port_share"] == 50 and fc["limit"] == 8192
+    # the flood is slow under emulation: no flow may go idle meanwhile
+    dp.set_flowcell(u32(OVS_FLOWCELL_ATTR_IDLE_MSECS, 3600000))
+    victim = [dp.execute(tcp_packet(sport=1, payload=3000), in_port=1) for _ in range(3)]
+    assert [cell_of(p) for _, p in victim] == [0, 1, 2]
+    for i in range(10000):
+        dp.hash_only(tcp_packet(sport=1000 + i, payload=100), in_port=2)
+    fc = dp.flowcell()
+    assert fc["flows"] == 1 + 4096
+    assert fc["port_evictions"] + fc["port_refused"] == 10000 - 4096
+    assert fc["port_evictions"] > 0
+    assert fc["evictions"] == 0 and fc["refused"] == 0
+    h, p = dp.execute(tcp_packet(sport=1, payload=3000), in_port=1)
+    assert cell_of(p) == 3
+    assert h == ((victim[2][0] + 1) & 0x7fffffff) | 0x80000000
+    # the whole table for one port: the flood then takes its own flows
+    dp.set_flowcell(u32(OVS_FLOWCELL_ATTR_PORT_SHARE, 100))
+    for i in range(6000):
+        dp.hash_only(tcp_packet(sport=20000 + i, payload=100), in_port=2)
+    fc = dp.flowcell()
+    assert fc["flows"] == 8192 and fc["evictions"] > 0
+    assert cell_of(dp.execute(tcp_packet(sport=1, payload=3000), in_port=1)[1]) == 4
+    # a lower share evicts the flood's oldest flows at once
+    dp.set_flowcell(u32(OVS_FLOWCELL_ATTR_PORT_SHARE, 10))
+    assert dp.flowcell()["flows"] == 1 + 819
+    assert cell_of(dp.execute(tcp_packet(sport=1, payload=3000), in_port=1)[1]) == 5
+
+
 def test_idle_flows_are_freed(dp):
     dp.set_flowcell(u32(OVS_FLOWCELL_ATTR_IDLE_MSECS, 50))
     for sport in range(3):
@@ -336,9 +383,13 @@ def test_bad_flowcell_sizes_are_refused(dp):
     (u32(OVS_FLOWCELL_ATTR_GAP_US, 0xffffffff), errno.ERANGE, "out of range"),
     (nla(OVS_FLOWCELL_ATTR_GAP_US, b"\1\0"), errno.EINVAL, ""),
     (nla(OVS_FLOWCELL_ATTR_GAP_CELLS, struct.pack("=Q", 5)), errno.EINVAL, "Read-only"),
-    (nla(OVS_FLOWCELL_ATTR_GAP_CELLS + 1, b"\0\0\0\0"), errno.EINVAL, ""),
+    (u32(OVS_FLOWCELL_ATTR_PORT_SHARE, 0), errno.ERANGE, "out of range"),
+    (u32(OVS_FLOWCELL_ATTR_PORT_SHARE, 101), errno.ERANGE, "out of range"),
+    (nla(OVS_FLOWCELL_ATTR_PORT_REFUSED, struct.pack("=Q", 5)), errno.EINVAL, "Read-only"),
+    (nla(OVS_FLOWCELL_ATTR_PORT_REFUSED + 1, b"\0\0\0\0"), errno.EINVAL, ""),
 ], ids=["limit-0", "limit-too-big", "idle-too-short", "short-u32", "read-only", "short-seed",
-        "gap-too-big", "gap-u32-max", "short-gap", "gap-cells-read-only", "unknown"])
+        "gap-too-big", "gap-u32-max", "short-gap", "gap-cells-read-only", "share-0", "share-101",
+        "port-refused-read-only", "unknown"])
 def test_malformed_attributes_are_refused(dp, body, err, message):
     before = dp.flowcell()
     with pytest.raises(NetlinkError) as e:
