@@ -46,6 +46,12 @@ def test_patch_has_subject_message_and_one_signoff(name):
     assert re.search(r"^Subject: \[PATCH\] \S", head, re.M), name
     body = rest.split("\n---\n", 1)[0]
     assert len(body.strip().splitlines()) >= 3, f"{name}: no commit message"
+    # A backport of an upstream commit keeps upstream's sign-off chain and
+    # adds one of ours after its "(cherry picked from commit ...)" line.
+    picked = re.split(r"^\(cherry picked from commit [0-9a-f]{40}\)$", body, flags=re.M)
+    if len(picked) > 1:
+        assert re.search(r"^Signed-off-by: .+ <.+>$", picked[0], re.M), f"{name}: upstream's sign-off"
+        body = picked[-1]
     assert len(re.findall(r"^Signed-off-by: .+ <.+>$", body, re.M)) == 1, name
 
 
