@@ -44,7 +44,7 @@ Forwarding modes:
          neighbours.  Presto's shadow MACs use the same interface.
   presto the l2 fabric, each host behind an Open vSwitch bridge that
          sprays 64 KB flowcells over one shadow MAC per spanning tree
-         (testbed/presto.py: wiring, vSwitches, controller)
+         (dcnet/testbed/presto.py: wiring, vSwitches, controller)
   l2ecmp the same, with a per-flow hash over the trees (ECMP on L2)
 
 Everything is built with batched netlink (`ip -batch`, `tc -batch`) and
@@ -250,7 +250,7 @@ class Fabric:
                  hash_fields=None,
                  flowcell_bytes=None, presto_gro=False, flowcell_seed=None, presto_gro_knobs=None,
                  flowlet_gap_us=None):
-        from presto import VSWITCH_MODES, FLOWCELL_BYTES
+        from dcnet.testbed.presto import VSWITCH_MODES, FLOWCELL_BYTES
         if mode not in ("ecmp", "scatter", "mptcp", "l2") + VSWITCH_MODES:
             raise ValueError(f"mode {mode!r}: ecmp, scatter, mptcp, l2, presto or l2ecmp")
         self.flowcell_bytes = flowcell_bytes or FLOWCELL_BYTES
@@ -298,7 +298,7 @@ class Fabric:
     @property
     def vswitched(self):
         """hosts behind vSwitches (Presto's modes)"""
-        from presto import VSWITCH_MODES
+        from dcnet.testbed.presto import VSWITCH_MODES
         return self.mode in VSWITCH_MODES
 
     @property
@@ -617,7 +617,7 @@ class Fabric:
         batch("tc", tcl, ns)
 
     def _build_vswitches(self):
-        from presto import PrestoController, VSwitch
+        from dcnet.testbed.presto import PrestoController, VSwitch
         self.vswitch = VSwitch(self)
         self.vswitch.start()
         self.vswitch.add_bridges([h.index for h in self.hosts.values()])
@@ -816,7 +816,7 @@ class Controller:
     host, tree) makes every switch forward frames for `mac` along tree
     `tree` to `host`: the host's leaf to its port, every other leaf to
     spine t, spine t to the host's leaf.  The baseline gives each host's
-    own MAC one tree (index mod S); Presto (testbed/presto.py) installs a
+    own MAC one tree (index mod S); Presto (dcnet/testbed/presto.py) installs a
     shadow MAC per tree for every host and lets the hosts' vSwitches pick
     among them.
     """
