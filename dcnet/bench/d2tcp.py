@@ -22,6 +22,7 @@ import time
 
 from dcnet import ROOT
 from dcnet import hostrun
+from dcnet.bench.calibrate import calibrate
 from dcnet.stats import busy_pct, cpu_busy, cpu_note, cpu_sample, percentile, sample_at
 
 SCHEMES = ["dctcp", "d2tcp"]
@@ -36,7 +37,6 @@ SCHEMES = ["dctcp", "d2tcp"]
 # --rate-mbit fixes the rate instead.
 RATE_MBIT = 0
 RATE_FRACTION = 0.2
-CALIBRATE_BYTES = 8_000_000
 K_BYTES = 30000          # marking threshold: 20 packets, DCTCP's 1 Gbit/s K
 QUEUE_BYTES = 1_000_000  # port buffer
 
@@ -322,26 +322,6 @@ def guest_fig7(queries, fanins=None, cc_sample_ms=0, q_sample_ms=0, rig="time"):
             finally:
                 lab.close()
     return dict(P, runs=runs)
-
-
-def calibrate():
-    """(Mbit/s, virtual CPU busy fraction) of one unshaped cubic flow
-    h1 -> sw -> rx in this guest."""
-    from dcnet.testbed.netlab import DLTRAFFIC, Lab, json_lines
-    lab = Lab(["h1", "rx"], prefix="c")
-    try:
-        lab.server("rx", 5001, cc="cubic")
-        c0 = cpu_sample()
-        p = lab.spawn("h1", [DLTRAFFIC, "flow", "-c", lab.ip("rx"), "-p", "5001", "--bytes",
-                             str(CALIBRATE_BYTES), "--cc", "cubic", "--id", "calibrate"])
-        out, err = p.communicate(timeout=600)
-        busy = cpu_busy(c0, cpu_sample())
-        if p.returncode != 0:
-            raise RuntimeError(f"calibration flow failed: {err}")
-        rec = next(r for r in json_lines(out) if r["type"] == "flow")
-        return rec["bytes"] * 8 / rec["fct_us"], busy
-    finally:
-        lab.close()
 
 
 def guest_main(a):

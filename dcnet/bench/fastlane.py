@@ -202,9 +202,9 @@ def run_incast(lab, scheme, n, queries, workers, seed):
 
 def calibrate():
     """(Mbit/s, virtual CPU busy fraction) of one unshaped cubic flow in
-    this guest (bench-d2tcp's)"""
-    from dcnet.bench import d2tcp
-    return d2tcp.calibrate()
+    this guest (bench-d2tcp's, dcnet.bench.calibrate)"""
+    from dcnet.bench.calibrate import calibrate as one_flow
+    return one_flow()
 
 
 def servers(lab, workers, ports, cc):

@@ -8,7 +8,7 @@ import shlex
 import subprocess
 import time
 
-from dcnet.testbed.fabric import ETHTOOL_SGRO, ETHTOOL_SGSO, ETHTOOL_STSO, batch, ethtool_set, netns, ns_exec, sysctl
+from dcnet.testbed.ns import ETHTOOL_SGRO, ETHTOOL_SGSO, ETHTOOL_STSO, batch, ethtool_set, netns, ns_exec, sysctl
 
 from dcnet import ROOT
 

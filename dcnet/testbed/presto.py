@@ -47,6 +47,8 @@ import subprocess
 import tempfile
 import time
 
+from dcnet.testbed.ns import ns_exec
+
 FLOWCELL_BYTES = 65536
 VSWITCH_MODES = ("presto", "l2ecmp")
 QUANTA = 4                      # weight resolution: quarters of the best tree
@@ -129,7 +131,6 @@ class VSwitch:
         self.timing = {}
 
     def _run(self, argv, input=None, ns=False):
-        from dcnet.testbed.fabric import ns_exec
         argv = (ns_exec(self.fab.ns(VS)) if ns else []) + argv
         # generous: in virtual time the guest's clock runs on while
         # ovs-vswitchd loads over 9p (a 60 s vsctl wait ran out once
@@ -251,7 +252,6 @@ class VSwitch:
                     break
                 time.sleep(0.1)
         # the kernel datapath outlives ovs-vswitchd: delete it
-        from dcnet.testbed.fabric import ns_exec
         subprocess.run(ns_exec(self.fab.ns(VS)) + [self.prog["ovs-dpctl"], "del-dp", "ovs-system"],
                        capture_output=True, env=self.env)
 
