@@ -206,3 +206,39 @@ def test_the_search_path_check_sees_each_form(tmp_path):
         assert path_writes(str(p)), src
     p.write_text(f"import sys\nprint({SEARCH})\nx = {SEARCH}[0]\nif 'a' in {SEARCH}:\n    pass\n")
     assert path_writes(str(p)) == []
+
+
+def test_the_guest_finds_the_package_by_pythonpath(tmp_path, monkeypatch):
+    """the VM runner's guest script (9p and sealed guests alike) exports
+    PYTHONPATH as the repository, and run-in-guest.sh keeps it"""
+    from dcnet.host import vmrun
+    vng = tmp_path / "vng"
+    vng.write_text("#!/bin/sh\nfor a; do case $a in sh\\ *) s=${a#sh };; esac; done\n"
+                   "out=$(sed -n 's/^export DCNET_OUT=//p' $s); echo 0 > $out/status\n")
+    vng.chmod(0o755)
+    kdir = tmp_path / "k"
+    (kdir / "arch/x86/boot").mkdir(parents=True)
+    (kdir / "arch/x86/boot/bzImage").write_text("")
+    monkeypatch.setenv("DCNET_VNG", str(vng))
+    monkeypatch.setenv("DCNET_VM_ROOT", "9p")
+    assert vmrun.run(str(kdir), str(tmp_path / "out"), ["true"], timeout=20, cpus=1,
+                     memory="1G", verbose=False, clock="real") == 0
+    script = (tmp_path / "out" / "guest.sh").read_text()
+    assert f"export PYTHONPATH={ROOT}\n" in script
+    assert script.index("export PYTHONPATH") < script.index("cd ")
+    rig = open(os.path.join(ROOT, "tests", "guest", "run-in-guest.sh")).read()
+    assert "PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}" in rig and "-p dcnet.host.pytest_jsonl" in rig
+
+
+def test_the_sealed_image_holds_the_package(tmp_path):
+    """the sealed initramfs copies the repository's tracked files to their
+    host paths: the package and the commands' shims are there, so the
+    guest's PYTHONPATH finds the same modules as the host"""
+    from dcnet.host import sealed
+    t = sealed.Tree(str(tmp_path))
+    sealed.add_repo(t)
+    img = str(tmp_path) + ROOT
+    for f in ("dcnet/__init__.py", "dcnet/testbed/ns.py", "dcnet/testbed/run.py", "dcnet/bench/calibrate.py",
+              "dcnet/host/pytest_jsonl.py", "testbed/run.py", "bench/d2tcp.py", "pyproject.toml"):
+        assert os.path.isfile(os.path.join(img, f)), f
+    assert not os.path.exists(os.path.join(img, "docs"))
