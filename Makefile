@@ -141,9 +141,9 @@ bench-presto-flowlet-sweep: deps kernel-release tools ovs
 # checkpatch.pl on the series as `make series` exports it (a new file's
 # MAINTAINERS reminder left out)
 # Rewrite every results table in README.md and docs/ from docs/results/
-# (scripts/doctables; tests/host/test_docs.py fails when they differ).
+# (dcnet/doctables; tests/host/test_docs.py fails when they differ).
 docs-tables:
-	@cd scripts && python3 -m doctables
+	@$(PY) -m dcnet.doctables
 
 checkpatch:
 	@d=$$(mktemp -d) && scripts/series.sh "$$d" >/dev/null && \

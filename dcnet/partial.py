@@ -1,6 +1,6 @@
 """Partial results out of a sealed guest.
 
-A sealed guest (scripts/sealed.py) hands its results to the host once, at
+A sealed guest (dcnet/host/sealed.py) hands its results to the host once, at
 the end, over the serial console.  A run stopped before that (a timeout, a
 hang) would leave nothing but the log, so a guest program that writes a
 file of results so far (testbed/run.py's raw.partial.json after each cell)

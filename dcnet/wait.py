@@ -6,11 +6,11 @@ fails by chance on a loaded one, where the same event takes longer; and it
 costs its full length on the fast machine.  wait_until() polls the event
 itself, returns as soon as it happened, and gives up after a bound that
 DCNET_TIMEOUT_SCALE stretches as it stretches the boot's (dcnet/hostrun.py)
-and a guest command's (testbed/netlab.py: sh).
+and a guest command's (dcnet/testbed/netlab.py: sh).
 
-Used by tests/host and tests/guest (the guest's conftest puts the
-repository's root first in sys.path; this module needs nothing outside the
-standard library, so the guest's toolbox has nothing to copy for it).
+Used by tests/host and tests/guest (the guest finds the package through
+PYTHONPATH; this module needs nothing outside the standard library, so the
+guest's toolbox has nothing to copy for it).
 """
 import os
 import time

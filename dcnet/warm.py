@@ -278,9 +278,7 @@ def stage_for_guest(dest, tc, ss, path):
     """stage() what install_for_guest() asks for in a guest whose DCNET_TC,
     DCNET_SS and PATH are tc, ss and path; returns dest, or None if
     staging failed (the guest then fills its box itself)"""
-    import sys
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "testbed"))
-    import netlab
+    from dcnet.testbed import netlab
     saved = {k: os.environ.get(k) for k in ("DCNET_TC", "DCNET_SS", "PATH")}
     try:
         os.environ.update({"DCNET_TC": tc, "DCNET_SS": ss, "PATH": path})
@@ -349,7 +347,7 @@ def _own_tmpfs(path):
 def install_for_guest():
     """install() with the project's traffic tool, and the testbed's helpers
     pointed at the boxed copy"""
-    import netlab
+    from dcnet.testbed import netlab
     _own_tmpfs(BOX)
     tools = install([netlab.DLTRAFFIC])
     netlab.DLTRAFFIC = tools.get("dltraffic", netlab.DLTRAFFIC)

@@ -52,4 +52,12 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/.stamp" 2>/dev/null)" != "$sta
 	"$VENV/bin/pip" install -q --disable-pip-version-check -r "$REQ"
 	echo "$stamp" >"$VENV/.stamp"
 fi
+# the harness itself, the package dcnet (pyproject.toml), editable: the
+# venv's Python imports it from this clone (-I: not from the working
+# directory, whatever it is)
+if ! "$VENV/bin/python" -I -c 'import os, sys, dcnet
+sys.exit(os.path.realpath(dcnet.ROOT) != os.path.realpath(sys.argv[1]))' "$ROOT" 2>/dev/null; then
+	echo "deps: installing the dcnet package (editable) into $VENV"
+	"$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e "$ROOT"
+fi
 echo "deps: ok ($(dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null | sed 's/^/linux-source-6.12 /'), $("$VENV/bin/vng" --version))"

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Mininet 2.3 (Debian's /usr/bin/python3) building the same 2-tier Clos as
-testbed/fabric.py: routers as Mininet nodes with forwarding on, TCLink
+dcnet/testbed/fabric.py: routers as Mininet nodes with forwarding on, TCLink
 shaping, ECMP routes.  Kept to measure the build time against fabric.py
 (docs/testbed.md: why the testbed does not build on Mininet) and as a
 starting point for anyone who prefers it.

@@ -1,12 +1,8 @@
 import os
-import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "testbed"))
-
-from netlab import Lab  # noqa: E402
+from dcnet.testbed.netlab import Lab
 
 
 def pytest_configure(config):
@@ -15,7 +11,6 @@ def pytest_configure(config):
     # The tools the tests execute, copied to the guest's tmpfs and first in
     # PATH (before the test modules read DCNET_TC): an exec from the 9p
     # root costs 0.3-0.8 s in the debug guest, from the toolbox a few ms.
-    sys.path.insert(0, ROOT)
     from dcnet.warm import install_for_guest
     install_for_guest()
 

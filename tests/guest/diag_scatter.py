@@ -12,15 +12,10 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(__file__))
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
-sys.path.insert(0, os.path.join(ROOT, "testbed"))
-sys.path.insert(0, ROOT)
-from dcnet.warm import install_for_guest  # noqa: E402
+from dcnet.warm import install_for_guest
 install_for_guest()
-import test_fastlane_oob as t  # noqa: E402
-from netlab import Lab, sh  # noqa: E402
+import test_fastlane_oob as t
+from dcnet.testbed.netlab import Lab, sh
 
 out = os.environ["DCNET_OUT"]
 lab = Lab(["h1", "h2"], prefix="oo")

@@ -9,7 +9,7 @@ out=${DCNET_OUT:?}
 rc=0
 i=1
 while [ "$i" -le "${1:-3}" ]; do
-	PYTHONPATH=$PWD/scripts python -m pytest -p no:cacheprovider -v -s -rfEs --timeout=600 \
+	PYTHONPATH=$PWD python -m pytest -p no:cacheprovider -v -s -rfEs --timeout=600 \
 		tests/guest/test_fastlane.py \
 		-k "${2:-configuration or each_drop or not_tcp or no_drop or caps_hold or hand_off}" \
 		>"$out/loop-$i.log" 2>&1 || rc=1

@@ -30,8 +30,8 @@ for m in $kunit tcp_d2tcp tcp_dctcp sch_fastlane; do
 	grep -q "^$m " /proc/modules && { rmmod "$m" || echo "run-in-guest: could not unload $m"; }
 done
 [ $# -gt 0 ] || set -- tests/guest
-PYTHONPATH=$PWD/scripts${PYTHONPATH:+:$PYTHONPATH} DCNET_JSONL="$out/guest-results.jsonl" \
-	python -m pytest -p no:cacheprovider -p pytest_jsonl -v -rfEs --durations=40 \
+PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} DCNET_JSONL="$out/guest-results.jsonl" \
+	python -m pytest -p no:cacheprovider -p dcnet.host.pytest_jsonl -v -rfEs --durations=40 \
 	--timeout="${DCNET_TEST_TIMEOUT:-600}" --timeout-method=signal \
 	"$@" --junitxml="$out/guest-junit.xml" || rc=1
 exit $rc

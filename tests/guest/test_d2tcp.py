@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from netlab import DLTRAFFIC, json_lines, monotonic_us, sh
+from dcnet.testbed.netlab import DLTRAFFIC, json_lines, monotonic_us, sh
 
 from dcnet.wait import scaled, wait_until
 

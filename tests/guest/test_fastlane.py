@@ -18,11 +18,11 @@ import time
 
 import pytest
 
-from fabric import netns, ns_exec
-from netlab import sh, tc, tc_fails
-from pktutil import inet_csum  # noqa: E402
+from dcnet.testbed.fabric import netns, ns_exec
+from dcnet.testbed.netlab import sh, tc, tc_fails
+from pktutil import inet_csum
 
-from dcnet.wait import wait_until  # noqa: E402
+from dcnet.wait import wait_until
 
 TC = os.environ.get("DCNET_TC", "tc")
 DSCP = 45
@@ -208,7 +208,7 @@ def notifications(frames):
 def routed():
     """h1 -- router -- h2, the router's port towards h2 a FastLane port;
     shared by the tests of this module (each resets the port)"""
-    from netlab import Lab
+    from dcnet.testbed.netlab import Lab
     lab = Lab(["h1", "h2"], prefix="fr")
     try:
         yield Port(lab)
@@ -799,7 +799,7 @@ class Blocked:
 
 @pytest.fixture(scope="module")
 def blocked():
-    from netlab import Lab
+    from dcnet.testbed.netlab import Lab
     lab = Lab(["h1", "h2"], prefix="fk")
     b = Blocked(lab)
     try:

@@ -20,11 +20,11 @@ import time
 
 import pytest
 
-from fabric import netns, sysctl
-from netlab import Lab, sh
-from pktutil import inet_csum  # noqa: E402
+from dcnet.testbed.fabric import netns, sysctl
+from dcnet.testbed.netlab import Lab, sh
+from pktutil import inet_csum
 
-from dcnet.wait import scaled  # noqa: E402
+from dcnet.wait import scaled
 
 IPPROTO_TCP = 6
 TCP_FASTLANE_SCATTER = 49

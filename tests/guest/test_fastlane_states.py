@@ -20,8 +20,8 @@ import time
 
 import pytest
 
-from fabric import netns
-from netlab import sh, tc
+from dcnet.testbed.fabric import netns
+from dcnet.testbed.netlab import sh, tc
 from test_fastlane import (FL_KEYS, Sysctls, blocked,  # noqa: F401
                            delta, listener_and_client, nstat, parse, sniff, splats,
                            tcp_payload_len)

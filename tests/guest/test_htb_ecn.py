@@ -20,9 +20,9 @@ import time
 import pytest
 
 from dcnet.wait import scaled, wait_until
-from fabric import ns_exec
-from netlab import DLTRAFFIC, json_lines, sh, tc, tc_binary, tc_fails
-from pktutil import inet_csum  # noqa: E402
+from dcnet.testbed.fabric import ns_exec
+from dcnet.testbed.netlab import DLTRAFFIC, json_lines, sh, tc, tc_binary, tc_fails
+from pktutil import inet_csum
 
 TC = os.environ.get("DCNET_TC", "tc")
 SYSTEM_TC = "/usr/sbin/tc" if os.path.exists("/usr/sbin/tc") else "/sbin/tc"
@@ -423,7 +423,7 @@ def test_rwnd_lowers_windows_never_raises_them_checksums_valid(lab_factory, v6):
 
 # ------------------------------------------------- issue 21: robustness cases
 
-import sys  # noqa: E402
+import sys
 
 TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "htb_tools.py")
 MSS = 1448

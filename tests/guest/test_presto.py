@@ -1,4 +1,4 @@
-"""Presto's sender on the emulated fabric (testbed/presto.py) in the
+"""Presto's sender on the emulated fabric (dcnet/testbed/presto.py) in the
 booted kernel, with the patched Open vSwitch (`make ovs`): one TCP flow's
 flowcells take distinct spanning trees (packets counted at the spines,
 flowcell IDs read from the source MACs at the receiver), once a
@@ -16,17 +16,13 @@ import re
 import socket
 import struct
 import subprocess
-import sys
 import threading
 import time
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "testbed"))
-
-from fabric import Fabric, Topology, netns  # noqa: E402
-import presto  # noqa: E402
+from dcnet.testbed.fabric import Fabric, Topology, netns
+from dcnet.testbed import presto
 
 PORT = 7100
 MB = 1 << 20
@@ -492,7 +488,7 @@ def dpctl_gap_checks(fab, dpctl):
 
 
 def presto_ns(fab):
-    from fabric import ns_exec
+    from dcnet.testbed.fabric import ns_exec
     return ns_exec(fab.ns(presto.VS))
 
 

@@ -25,7 +25,7 @@ import time
 
 import pytest
 
-from pktutil import inet_csum  # noqa: E402
+from pktutil import inet_csum
 
 NETLINK_GENERIC = 16
 SOL_NETLINK = 270

@@ -22,8 +22,8 @@ import time
 
 import pytest
 
-from dcnet.wait import wait_until  # noqa: E402
-from pktutil import inet_csum  # noqa: E402
+from dcnet.wait import wait_until
+from pktutil import inet_csum
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RX = "pgr0"

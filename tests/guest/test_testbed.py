@@ -1,4 +1,4 @@
-"""The emulated testbed (testbed/fabric.py) in the booted kernel: every
+"""The emulated testbed (dcnet/testbed/fabric.py) in the booted kernel: every
 topology builds and every host reaches every other (IPv4 and IPv6), ECMP
 spreads distinct flows over distinct spines, a link failure reroutes a
 running flow (routed fabric and controller-installed L2 tables), and a
@@ -15,17 +15,13 @@ import re
 import select
 import socket
 import struct
-import sys
 import threading
 import time
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "testbed"))
-
-from fabric import Fabric, Topology, netns, sysctl  # noqa: E402
-from dcnet.wait import wait_until  # noqa: E402
+from dcnet.testbed.fabric import Fabric, Topology, netns, sysctl
+from dcnet.wait import wait_until
 
 PORT = 7000
 
@@ -350,9 +346,9 @@ def test_link_failure_reroutes(fabrics, mode):
 
 @slow_in_debug_guest
 def test_workload_run_report_is_schema_valid(fabrics, tmp_path):
-    import report
-    import run as testbed_run
-    import workloads
+    from dcnet.testbed import report
+    from dcnet.testbed import run as testbed_run
+    from dcnet.testbed import workloads
     topo = Topology(kind="clos", spines=2, leaves=2, hosts_per_leaf=2, link_mbit=5)
     fab = fabrics(topo)
     # 8 s, so that the RTT probe (sockperf, from 1 s to 4 s before the
@@ -405,7 +401,7 @@ def test_ecn_marking_at_k(fabrics):
     passes K, and never mark what is not ECN-capable: two senders into
     one receiver (2:1 at the receiver's port), first with ECN, then
     without"""
-    import run as testbed_run
+    from dcnet.testbed import run as testbed_run
     # 2 Mbit/s: two senders in the debug guest manage about 3 together
     # (at 5 Mbit/s the port never queued there, 2026-11-23)
     topo = Topology(kind="single", hosts=3, link_mbit=2, ecn_k_bytes=15000)

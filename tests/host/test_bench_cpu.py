@@ -5,18 +5,16 @@ import json
 import os
 import re
 import statistics
-import sys
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-import d2tcp  # noqa: E402
-import fastlane  # noqa: E402
-import htb  # noqa: E402
-from dcnet import stats  # noqa: E402
-from test_bench_fastlane import raw_doc as fastlane_raw  # noqa: E402
+from dcnet.bench import d2tcp
+from dcnet.bench import fastlane
+from dcnet.bench import htb
+from dcnet import stats
+from test_bench_fastlane import raw_doc as fastlane_raw
 
 HOT, COOL = 0.83, 0.31
 
@@ -58,7 +56,7 @@ def test_cpu_note():
 
 
 def test_sample_at_waits_for_the_start():
-    from netlab import monotonic_us
+    from dcnet.testbed.netlab import monotonic_us
     start = monotonic_us() + 50_000
     total, idle = stats.sample_at(start)
     assert monotonic_us() >= start and total >= idle > 0

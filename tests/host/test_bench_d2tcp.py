@@ -2,14 +2,12 @@
 experiment (issue 22): synthetic samples, no guest."""
 import json
 import os
-import sys
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-import d2tcp  # noqa: E402
+from dcnet.bench import d2tcp
 
 
 def sample(resp, t, alpha, d, cwnd, unacked, deadline_us=30000, srtt=2000, sent=1):

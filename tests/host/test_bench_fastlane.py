@@ -1,14 +1,12 @@
 """bench/fastlane.py's host side: the analysis, the plots and the report
 from raw records, without a guest."""
 import os
-import sys
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-import fastlane  # noqa: E402
+from dcnet.bench import fastlane
 
 
 def raw_doc():

@@ -1,13 +1,11 @@
-"""testbed/counters.py reads the MIB files the way the guest's /proc has
+"""dcnet/testbed/counters.py reads the MIB files the way the guest's /proc has
 them, MPTCP's included (how many subflows joined is what moved MPTCP's
 throughput between two boots of make testbed)."""
 import os
-import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "testbed"))
 
-import counters  # noqa: E402
+from dcnet.testbed import counters
 
 NETSTAT = """TcpExt: SyncookiesSent TCPSACKReorder
 TcpExt: 0 7

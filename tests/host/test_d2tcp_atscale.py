@@ -4,17 +4,15 @@ section.  Host only: no boot."""
 import json
 import os
 import statistics
-import sys
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "testbed"))
 
-import report  # noqa: E402
-import run  # noqa: E402
-import workloads  # noqa: E402
-from experiment import ExperimentError, validate_experiment  # noqa: E402
+from dcnet.testbed import report
+from dcnet.testbed import run
+from dcnet.testbed import workloads
+from dcnet.testbed.experiment import ExperimentError, validate_experiment
 
 HOSTS = [f"h{i}" for i in range(1, 17)]
 EXP = os.path.join(ROOT, "testbed", "experiments", "d2tcp-atscale.json")

@@ -5,16 +5,13 @@ import glob
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
-sys.path.insert(0, ROOT)
-import vmrun  # noqa: E402
-import sealed  # noqa: E402
-from dcnet import hostrun  # noqa: E402
+from dcnet.host import vmrun
+from dcnet.host import sealed
+from dcnet import hostrun
 
 RECORDING_VNG = ("#!/bin/sh\necho \"$@\" > {argv}\n"
                  "for a; do case $a in sh\\ *) s=${{a#sh }};; esac; done\n"

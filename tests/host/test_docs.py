@@ -1,6 +1,6 @@
 """The documentation describes the product and quotes only committed results.
 
-- every generated table (scripts/doctables) matches what `make docs-tables`
+- every generated table (dcnet/doctables) matches what `make docs-tables`
   writes from docs/results/, and every marker names a generator;
 - README.md and docs/ carry no work-log vocabulary (the list is below);
 - relative links resolve inside the repository, and nothing points outside it;
@@ -17,7 +17,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESULTS = os.path.join(ROOT, "docs", "results")
 
-import doctables  # noqa: E402  (scripts/ is on sys.path via conftest)
+from dcnet import doctables
 
 # Words that tell how the work was done instead of what the product does.
 WORKLOG = [
@@ -174,7 +174,7 @@ def test_every_results_directory_is_quoted():
     for path in doctables.doc_files():
         with open(path) as f:
             text += f.read()
-    pkg = os.path.join(ROOT, "scripts", "doctables")
+    pkg = os.path.join(ROOT, "dcnet", "doctables")
     for n in os.listdir(pkg):
         if n.endswith(".py"):
             with open(os.path.join(pkg, n)) as f:

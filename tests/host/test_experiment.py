@@ -11,12 +11,11 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "testbed"))
 
-import experiment  # noqa: E402
-import fabric  # noqa: E402
-import workloads  # noqa: E402
-from experiment import ExperimentError, validate_experiment  # noqa: E402
+from dcnet.testbed import experiment
+from dcnet.testbed import fabric
+from dcnet.testbed import workloads
+from dcnet.testbed.experiment import ExperimentError, validate_experiment
 
 SHIPPED = sorted(glob.glob(os.path.join(ROOT, "testbed", "experiments", "*.json")))
 
@@ -306,7 +305,7 @@ def test_cli(tmp_path):
 
 
 def run_main(monkeypatch, argv):
-    import run
+    from dcnet.testbed import run
     monkeypatch.setattr(sys, "argv", ["run.py"] + argv)
     booted = []
     monkeypatch.setattr(run.subprocess, "run", lambda *a, **kw: booted.append(a) or pytest.fail("booted"))

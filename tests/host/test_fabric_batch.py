@@ -1,17 +1,15 @@
-"""Failover's route and FDB updates (testbed/fabric.py batch_checked): a
+"""Failover's route and FDB updates (dcnet/testbed/fabric.py batch_checked): a
 deletion of what is already gone is no error, any other failure is, so a
 failed step fails the run instead of being measured as if it worked."""
 import os
 import subprocess
-import sys
 import uuid
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "testbed"))
 
-import fabric  # noqa: E402
+from dcnet.testbed import fabric
 
 
 def test_batch_errors_tolerates_only_deleting_what_is_gone():

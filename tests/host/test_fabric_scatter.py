@@ -2,15 +2,13 @@
 CoDel ports (topology codel_target_us): the ip and tc lines the fabric
 would run, planned without building anything."""
 import os
-import sys
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "testbed"))
 
-import fabric  # noqa: E402
-from experiment import ExperimentError, validate_experiment  # noqa: E402
+from dcnet.testbed import fabric
+from dcnet.testbed.experiment import ExperimentError, validate_experiment
 
 
 def planned(mode="scatter", **topo):

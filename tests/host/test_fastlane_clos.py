@@ -5,9 +5,8 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-import fastlane_clos  # noqa: E402
+from dcnet.bench import fastlane_clos
 
 
 def flows(short_us, long_us):

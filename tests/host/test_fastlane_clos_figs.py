@@ -3,16 +3,14 @@ spine link (a fault "degrade" at 0 s: the tc lines at both ends) and the
 share of short flows in partagg's load (short_share), and the two
 experiment files bench-fastlane-clos runs."""
 import os
-import sys
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "testbed"))
 
-import fabric  # noqa: E402
-import workloads  # noqa: E402
-from experiment import ExperimentError, validate_experiment  # noqa: E402
+from dcnet.testbed import fabric
+from dcnet.testbed import workloads
+from dcnet.testbed.experiment import ExperimentError, validate_experiment
 
 HOSTS = [f"h{i}" for i in range(1, 17)]
 EXP = os.path.join(ROOT, "testbed", "experiments")

@@ -1,16 +1,14 @@
-"""testbed/grocap.py: what GRO pushes up, from a capture at the receiver
+"""dcnet/testbed/grocap.py: what GRO pushes up, from a capture at the receiver
 (Presto Fig. 5): sizes, out-of-order skbs, the per-flowcell count."""
 import json
 import os
 import struct
-import sys
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "testbed"))
 
-import grocap  # noqa: E402
+from dcnet.testbed import grocap
 
 
 def frame(seq, payload, fc, sport=20001, dport=5201, snap=80):
@@ -105,7 +103,6 @@ def test_cdf_is_monotone_and_ends_at_one():
 def presto_raw():
     """a raw document with the receiver's and the CPU's fields: four
     schemes on one workload, each naming its cpu_baseline"""
-    sys.path.insert(0, os.path.join(ROOT, "testbed"))
     flows = [dict(id=0, src="h1", dst="h9", kind="elephant", bytes=12_000_000, duration_s=10.0, tput_bps=9.6e6,
                   fct_us=None, intervals_bps=[], deadline_us=None, met_deadline=None)]
     schemes = [dict(name="optimal"), dict(name="ovs", cpu_baseline="optimal"),
@@ -139,7 +136,7 @@ def presto_raw():
 
 
 def test_report_receiver_and_cpu_cost(tmp_path):
-    import report
+    from dcnet.testbed import report
     res = report.build(presto_raw(), str(tmp_path), plot=False)
     report.validate(json.load(open(tmp_path / "results.json")), "results")
     by = {r["scheme"]: r for r in res["runs"]}
@@ -171,7 +168,7 @@ def test_report_sender_flowcells_and_gap_cells(tmp_path):
     """the Presto sender's section: per run the flowcell datapath's data
     skbs, flowcells and gap_cells (flowlets started by the gap) with their
     share; no row for a run without flowcell decisions"""
-    import report
+    from dcnet.testbed import report
     raw = presto_raw()
     by = {r["scheme"]: r for r in raw["runs"]}
     by["optimal"]["host_counters"].pop("flowcell")
@@ -199,7 +196,7 @@ def test_report_sender_flowcells_and_gap_cells(tmp_path):
 
 
 def test_report_without_receiver_fields_has_no_sections(tmp_path):
-    import report
+    from dcnet.testbed import report
     raw = presto_raw()
     for r in raw["runs"]:
         for k in ("cpu_jiffies", "host_counters", "gro_capture"):
@@ -212,13 +209,13 @@ def test_report_without_receiver_fields_has_no_sections(tmp_path):
 
 def test_report_plots_fig5(tmp_path):
     pytest.importorskip("matplotlib")
-    import report
+    from dcnet.testbed import report
     report.build(presto_raw(), str(tmp_path), plot=True)
     assert (tmp_path / "gro_fig5.png").stat().st_size > 1000
 
 
 def test_experiments_presto_rx_and_cpu_are_valid():
-    from experiment import load, validate_experiment
+    from dcnet.testbed.experiment import load, validate_experiment
     for name in ("presto-rx.json", "presto-cpu.json"):
         path = os.path.join(ROOT, "testbed", "experiments", name)
         validate_experiment(load(path), name=path)
@@ -230,7 +227,7 @@ def test_experiments_presto_rx_and_cpu_are_valid():
 
 
 def test_experiment_presto_cpu_clos_compares_the_gros_under_reordering():
-    from experiment import load, validate_experiment
+    from dcnet.testbed.experiment import load, validate_experiment
     path = os.path.join(ROOT, "testbed", "experiments", "presto-cpu-clos.json")
     cpu = load(path)
     validate_experiment(cpu, name=path)
@@ -244,7 +241,7 @@ def test_experiment_presto_cpu_clos_compares_the_gros_under_reordering():
 
 
 def test_cpu_baseline_must_name_another_scheme():
-    from experiment import ExperimentError, validate_experiment
+    from dcnet.testbed.experiment import ExperimentError, validate_experiment
     exp = dict(schemes=[dict(name="a"), dict(name="b", cpu_baseline="c")], workloads=[dict(name="stride")])
     with pytest.raises(ExperimentError, match="cpu_baseline"):
         validate_experiment(exp, name="x")

@@ -10,12 +10,11 @@ import time
 
 import pytest
 
-import check_summary
-import vmrun
+from dcnet.host import check_summary
+from dcnet.host import vmrun
 from dcnet.wait import wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SCRIPTS = os.path.join(ROOT, "scripts")
 
 
 def run_guest_like_pytest(tmp_path, body, timeout=3):
@@ -26,9 +25,9 @@ def run_guest_like_pytest(tmp_path, body, timeout=3):
     (tdir / "test_x.py").write_text(body)
     gdir = tmp_path / "out" / "guest"
     gdir.mkdir(parents=True)
-    env = dict(os.environ, PYTHONPATH=SCRIPTS, DCNET_JSONL=str(gdir / "guest-results.jsonl"))
+    env = dict(os.environ, PYTHONPATH=ROOT, DCNET_JSONL=str(gdir / "guest-results.jsonl"))
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        "-p", "pytest_jsonl", f"--timeout={timeout}", "--timeout-method=signal",
+                        "-p", "dcnet.host.pytest_jsonl", f"--timeout={timeout}", "--timeout-method=signal",
                         "test_x.py"], env=env, capture_output=True, text=True, timeout=120, cwd=tdir)
     return r, gdir
 
@@ -254,7 +253,7 @@ def test_sealed_results_leave_over_the_console(tmp_path):
     import base64
     import io
     import tarfile
-    import sealed
+    from dcnet.host import sealed
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tf:
         data = b'{"x": 1}'
@@ -343,7 +342,7 @@ def test_two_vms_each_counted_and_a_vm_that_ran_nothing_fails(tmp_path, capsys):
 
 
 def test_guest_shards_split_every_file_once_longest_first():
-    import guest_shards
+    from dcnet.host import guest_shards
     files = [f"tests/guest/test_{c}.py" for c in "abcdef"]
     secs = {files[0]: 500, files[1]: 400, files[2]: 300, files[3]: 100, files[4]: 100}
     parts, load = guest_shards.shards(files, secs, 2, kunit_s=60, default_s=50)
@@ -363,7 +362,7 @@ def test_guest_shards_split_every_file_once_longest_first():
 
 
 def test_guest_shards_measure_each_tests_wall_time_per_file(tmp_path):
-    import guest_shards
+    from dcnet.host import guest_shards
     for d, evs in (("guest", [("start", "tests/guest/test_a.py::x", 10.0),
                               ("result", "tests/guest/test_a.py::x", 25.5),
                               ("start", "tests/guest/test_b.py::y", 30.0),
@@ -385,9 +384,9 @@ def test_guest_shards_measure_each_tests_wall_time_per_file(tmp_path):
 
 def test_sealed_icount_records_unless_told_not_to(monkeypatch):
     """A sealed guest runs in QEMU's record mode (the replay mutex closes
-    the warp race, scripts/sealed.py), its log discarded; DCNET_VM_RR=off
+    the warp race, dcnet/host/sealed.py), its log discarded; DCNET_VM_RR=off
     gives plain icount; anything else is refused."""
-    import sealed
+    from dcnet.host import sealed
     monkeypatch.delenv("DCNET_VM_RR", raising=False)
     argv = sealed.qemu_argv("img", "bz", 1, "2G", "con")
     assert argv[argv.index("-icount") + 1] == "shift=0,sleep=off,rr=record,rrfile=/dev/null"
@@ -402,7 +401,7 @@ def test_sealed_icount_records_unless_told_not_to(monkeypatch):
 def test_follow_prints_the_console_as_it_grows_but_not_the_results(tmp_path, capsys):
     """A sealed guest's console is shown while it runs (vmrun.Follow):
     whole lines as they arrive, the results archive left out."""
-    import sealed
+    from dcnet.host import sealed
     con = tmp_path / "console"
     con.write_bytes(b"sealed: booted\r\ntable1 plain  1 fl")
     f = vmrun.Follow(str(con), interval=0.05)

@@ -2,12 +2,10 @@
 largest relative difference; the run header says which clock ran."""
 import json
 import os
-import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, ROOT)
 
-from dcnet import hostrun, stats  # noqa: E402
+from dcnet import hostrun, stats
 
 
 def test_spread_pairs_cells_by_name_not_position():

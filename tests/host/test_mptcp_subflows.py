@@ -1,16 +1,14 @@
 """MPTCP on the testbed: the hosts' setup (a server's own joins must not
 hold its subflow budget) and the per-connection subflow counts the runner
-records (testbed/counters.py, from `ss -tni`), planned and parsed
+records (dcnet/testbed/counters.py, from `ss -tni`), planned and parsed
 without a guest."""
 import os
-import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "testbed"))
 
-import counters  # noqa: E402
-import fabric  # noqa: E402
-import report  # noqa: E402
+from dcnet.testbed import counters
+from dcnet.testbed import fabric
+from dcnet.testbed import report
 
 CPORT = 20000
 
@@ -121,8 +119,8 @@ def test_mptcp_hosts_refuse_their_own_server_side_joins():
     # the clients' joins go to server ports, below the range: iperf3's,
     # the sized flows', sockperf's; clients leave from --cport or the
     # ephemeral range, inside it
-    import run
-    import workloads
+    from dcnet.testbed import run
+    from dcnet.testbed import workloads
     lo, hi = fabric.MPTCP_CLIENT_PORTS
     assert max(workloads.BASE_PORT + 64, run.SIZED_PORT, run.SOCKPERF_PORT) < lo <= run.CPORT_BASE
     assert 32768 >= lo and hi >= 60999

@@ -4,15 +4,13 @@ published on its console; the console and the live output show one line
 per block instead of its base64."""
 import json
 import os
-import sys
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
-from dcnet import partial  # noqa: E402
-import vmrun  # noqa: E402
+from dcnet import partial
+from dcnet.host import vmrun
 
 
 def publish(tmp_path, monkeypatch, console, name, obj):
@@ -82,7 +80,7 @@ def test_live_output_shows_one_line_per_block(tmp_path, capsys):
 
 def test_the_guest_script_marks_a_sealed_guest():
     assert "DCNET_SEALED" in vmrun.NOT_PASSED
-    src = open(os.path.join(ROOT, "scripts", "vmrun.py")).read()
+    src = open(os.path.join(ROOT, "dcnet", "host", "vmrun.py")).read()
     assert '"export DCNET_SEALED=1\\n" if sealed_root' in src
-    run_src = open(os.path.join(ROOT, "testbed", "run.py")).read()
+    run_src = open(os.path.join(ROOT, "dcnet", "testbed", "run.py")).read()
     assert 'partial.publish(part, "raw.partial.json")' in run_src

@@ -1,17 +1,15 @@
-"""testbed/presto.py without a VM: shadow MACs, group lines, the
+"""dcnet/testbed/presto.py without a VM: shadow MACs, group lines, the
 controller's tables, pruning and weights after a link fails or degrades."""
 import os
 import re
-import sys
 import time
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "testbed"))
 
-import fabric  # noqa: E402
-import presto  # noqa: E402
+from dcnet.testbed import fabric
+from dcnet.testbed import presto
 
 
 def test_shadow_macs_are_distinct_and_tree_0_is_the_real_mac():
@@ -256,7 +254,7 @@ def test_flowlet_gap_needs_presto_and_goes_to_the_datapath(monkeypatch):
 def test_flowcell_counters_read_the_gap(monkeypatch):
     """counters.flowcell parses the gap and the flowlets it started from
     `ovs-dpctl show` (ovs-patches 0009), and still the stock lines"""
-    import counters
+    from dcnet.testbed import counters
     text = ("system@ovs-system:\n  lookups: hit:10 missed:2 lost:0\n"
             "  flowcell: flows:3 limit:8192 idle:10000ms seed:1 gap:100000us\n"
             "    packets:40 bytes:524800 cells:9 evictions:0 expired:1 alloc_fails:0 fallbacks:1"

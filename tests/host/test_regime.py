@@ -1,9 +1,5 @@
 """dcnet/regime.py: the ratios a report states beside the paper's."""
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from dcnet import regime  # noqa: E402
+from dcnet import regime
 
 
 def test_ratios_of_the_presto_paper_and_the_scaled_rig():

@@ -13,11 +13,10 @@ import types
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "testbed"))
 
-import report  # noqa: E402
-import run  # noqa: E402
-from dcnet.wait import wait_until  # noqa: E402
+from dcnet.testbed import report
+from dcnet.testbed import run
+from dcnet.wait import wait_until
 
 
 class FakeFabric:
@@ -157,8 +156,8 @@ def test_host_fails_a_run_with_fault_errors(tmp_path, monkeypatch, capsys, guest
 
 def test_guest_exits_non_zero_after_writing_raw(tmp_path, monkeypatch):
     """guest_main writes raw.json with the fault errors, then exits 1"""
-    import fabric
-    import netlab
+    from dcnet.testbed import fabric
+    from dcnet.testbed import netlab
 
     class Fab:
         hosts = {"h1": None, "h2": None}

@@ -26,8 +26,7 @@ def tdc_tools():
 
 DRIVER = textwrap.dedent("""
     import sys, types
-    sys.path[:0] = [".", "plugin-lib"]
-    import nsPlugin
+    import nsPlugin     # from plugin-lib (PYTHONPATH)
     p = nsPlugin.SubPlugin()
     p.args = types.SimpleNamespace(verbose=0, NAMES={"IP": sys.argv[1], "NS": "tcut-x"})
     p._dcnet_sysnet = sys.argv[3]
@@ -71,6 +70,7 @@ def run(work, tmp_path, status):
         """))
     ip.chmod(0o755)
     p = subprocess.run([sys.executable, "driver.py", str(ip), str(log), f"{sysnet}/"], cwd=work,
+                       env=dict(os.environ, PYTHONPATH=str(work / "plugin-lib")),
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stdout + p.stderr
     return p.stdout

@@ -1,18 +1,27 @@
 """Host-side checks of the testbed's pure parts: workload definitions and
 the report (schema, metrics).  The fabric itself is tested in the guest
 (tests/guest/test_testbed.py)."""
+import importlib.util
 import json
 import os
-import sys
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "testbed"))
 
-import report  # noqa: E402
-import workloads  # noqa: E402
-from dcnet.wait import wait_until  # noqa: E402
+from dcnet.testbed import report
+from dcnet.testbed import workloads
+from dcnet.wait import wait_until
+
+
+def physical_collect():
+    """testbed/physical/collect.py, the program the playbook runs on the
+    controller, loaded from its file"""
+    spec = importlib.util.spec_from_file_location(
+        "collect", os.path.join(ROOT, "testbed", "physical", "collect.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def tcp_listening(port):
@@ -160,7 +169,7 @@ def test_sized_flow_schedules(tmp_path):
     per sender (start times in us, a shuffle's flows one after another),
     and a real dltraffic on loopback runs such a schedule"""
     import subprocess
-    import run as testbed_run
+    from dcnet.testbed import run as testbed_run
 
     class Fab:
         def ip(self, h, v6=False):
@@ -214,8 +223,7 @@ def test_physical_sized_flows(tmp_path):
     server beside the iperf3 ones; collect.py reads the FCTs back"""
     import subprocess
     import jinja2
-    sys.path.insert(0, os.path.join(ROOT, "testbed", "physical"))
-    import collect
+    collect = physical_collect()
 
     hosts = ["h1", "h2", "h3"]
     flows = workloads.renumber(workloads.generate("stride", hosts, stride=1, duration_s=3) +
@@ -269,7 +277,7 @@ def test_start_gate_holds_clients_then_starts_them_together():
     import subprocess
     import time
 
-    import run
+    from dcnet.testbed import run
 
     gate = run.StartGate()
     stamp = ["python3", "-c", "import time; print(time.monotonic())"]
@@ -336,7 +344,7 @@ def test_shuffle_two_transfers_at_a_time():
 
 
 def test_fabric_rate_shapes_both_directions_of_leaf_spine_links():
-    import fabric
+    from dcnet.testbed import fabric
     fab = fabric.Fabric.__new__(fabric.Fabric)
     fab.topo = fabric.Topology(link_mbit=10, fabric_mbit=5)
 
@@ -352,7 +360,7 @@ def test_fabric_rate_shapes_both_directions_of_leaf_spine_links():
 def test_netem_limits_hold_the_delay_line_beside_the_buffer():
     """a delayed port's netem limit is the buffer (or the host NIC's 1000
     packets) plus its delay line: the delay must not shrink the buffer"""
-    import fabric
+    from dcnet.testbed import fabric
     fab = fabric.Fabric.__new__(fabric.Fabric)
     fab.topo = fabric.Topology(link_mbit=10, buffer_bytes=131072, delay_us=10000,
                                host_delay_us=50000)
@@ -374,7 +382,7 @@ def test_sized_flows_leave_from_fixed_source_ports():
     """the runner gives each (host, lane) `dltraffic sched` a --sport-base
     below the kernel's ephemeral range and above iperf3's --cport, the two
     lanes of a shuffle disjoint, and refuses a lane it cannot cover"""
-    import run as testbed_run
+    from dcnet.testbed import run as testbed_run
     b0 = testbed_run.sched_sport_base(0, testbed_run.SPORT_LANE)
     b1 = testbed_run.sched_sport_base(1, 10)
     assert b1 - b0 == testbed_run.SPORT_LANE
@@ -390,8 +398,7 @@ def test_sized_flows_leave_from_fixed_source_ports():
 def test_physical_report_names_each_hosts_kernel_and_packages(tmp_path):
     """collect.py reads each host's dpkg-query lines (packages.txt, written by
     the clients template) into host_info; the report lists them per host"""
-    sys.path.insert(0, os.path.join(ROOT, "testbed", "physical"))
-    import collect
+    collect = physical_collect()
 
     pk = collect.parse_packages("linux-image-6.12.118-dcnet 6.12.118-1~deb12u1+dcnet1\n"
                                 "iproute2 6.1.0-3+dcnet1\nopenvswitch-switch 3.1.0-2+deb12u1+dcnet1\n"

@@ -4,18 +4,16 @@ record, and what is timed (sized flows, faults) moves into the measured
 interval.  testbed/run.py and testbed/experiment.py on the host."""
 import json
 import os
-import sys
 import time
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "testbed"))
 
-import experiment  # noqa: E402
-import run  # noqa: E402
-import workloads  # noqa: E402
-from dcnet.wait import wait_until  # noqa: E402
+from dcnet.testbed import experiment
+from dcnet.testbed import run
+from dcnet.testbed import workloads
+from dcnet.wait import wait_until
 
 FLOW = dict(id=3, src="h1", dst="h9", kind="elephant", port=5204)
 

@@ -4,14 +4,12 @@ patchelf per file, and a stale or different staged box is not used."""
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, ROOT)
 
-from dcnet import warm  # noqa: E402
+from dcnet import warm
 
 pytestmark = pytest.mark.skipif(not shutil.which("patchelf"), reason="patchelf not installed")
 

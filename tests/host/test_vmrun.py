@@ -1,6 +1,6 @@
 """The VM runner's splat detector: real splats fail a run, the debug
 kernel's normal boot messages do not."""
-from vmrun import find_splats, guest_path
+from dcnet.host.vmrun import find_splats, guest_path
 
 BENIGN = """\
 [    0.000000] KernelAddressSanitizer initialized (generic)

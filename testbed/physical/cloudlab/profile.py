@@ -21,7 +21,7 @@ import shlex
 import sys
 
 # Node and address plan, the same as the emulated fabric's ecmp mode
-# (testbed/fabric.py): host k of leaf l is 10.l.k.1/24 behind the leaf's
+# (dcnet/testbed/fabric.py): host k of leaf l is 10.l.k.1/24 behind the leaf's
 # 10.l.k.254; leaf l and spine s share 10.(100+l).s.0/24 (.1 the leaf,
 # .2 the spine).
 LINK_KBPS = 10 * 1000 * 1000          # 10 Gbit/s, in the RSpec's kbit/s

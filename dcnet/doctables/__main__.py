@@ -1,11 +1,9 @@
-"""python3 -m doctables [--check]: rewrite (or check) every generated table."""
+"""python -m dcnet.doctables [--check]: rewrite (or check) every generated table."""
 
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-import doctables  # noqa: E402
+from dcnet import doctables
 
 
 def main(argv):

@@ -8,9 +8,10 @@ import shlex
 import subprocess
 import time
 
-from fabric import ETHTOOL_SGRO, ETHTOOL_SGSO, ETHTOOL_STSO, batch, ethtool_set, netns, ns_exec, sysctl
+from dcnet.testbed.ns import ETHTOOL_SGRO, ETHTOOL_SGSO, ETHTOOL_STSO, batch, ethtool_set, netns, ns_exec, sysctl
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from dcnet import ROOT
+
 DLTRAFFIC = os.path.join(ROOT, "testbed", "tools", "dltraffic")
 
 
@@ -58,7 +59,7 @@ class Lab:
     """
 
     def __init__(self, names, prefix="t"):
-        # Built as testbed/fabric.py builds the Clos: netns(2) for sysctls
+        # Built as dcnet/testbed/fabric.py builds the Clos: netns(2) for sysctls
         # and ethtool, `ip -batch` for links and addresses, so a lab costs
         # a handful of process starts instead of one or two per command
         # (each is 0.3-1 s in the debug guest).

@@ -21,7 +21,7 @@ import os
 import pkgutil
 import re
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from dcnet import ROOT
 RESULTS = os.path.join(ROOT, "docs", "results")
 
 TABLES = {}

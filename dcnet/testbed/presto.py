@@ -1,6 +1,6 @@
 """Presto on the emulated fabric: per-host vSwitches and the controller.
 
-Modes of testbed/fabric.py that use this module:
+Modes of dcnet/testbed/fabric.py that use this module:
 
   presto   the L2 fabric (switches forward on destination MAC only), each
            host behind an Open vSwitch bridge whose select group per
@@ -22,7 +22,7 @@ host's NIC shaping (HTB at the link rate) sits on it.
 
 Shadow MACs: host N, tree t (spine t) -> 02:dc:TT:00:NN:NN; tree 0 is
 the host's real MAC.  The controller (`PrestoController`) installs, for
-every shadow MAC, the fabric's entries along its tree (testbed/fabric.py
+every shadow MAC, the fabric's entries along its tree (dcnet/testbed/fabric.py
 Controller), then in every bridge bN
 
   - group D per destination host D: one bucket per tree t usable from
@@ -46,6 +46,8 @@ import shutil
 import subprocess
 import tempfile
 import time
+
+from dcnet.testbed.ns import ns_exec
 
 FLOWCELL_BYTES = 65536
 VSWITCH_MODES = ("presto", "l2ecmp")
@@ -129,7 +131,6 @@ class VSwitch:
         self.timing = {}
 
     def _run(self, argv, input=None, ns=False):
-        from fabric import ns_exec
         argv = (ns_exec(self.fab.ns(VS)) if ns else []) + argv
         # generous: in virtual time the guest's clock runs on while
         # ovs-vswitchd loads over 9p (a 60 s vsctl wait ran out once
@@ -191,7 +192,7 @@ class VSwitch:
 
     def add_bridges(self, indexes):
         """bridge bN with ports vN (OpenFlow 1) and uN (2), one transaction.
-        uN is the host's NIC, shaped by testbed/fabric.py before it joins
+        uN is the host's NIC, shaped by dcnet/testbed/fabric.py before it joins
         the bridge: its QoS is `linux-noop`, or ovs-vswitchd would replace
         the NIC's qdisc (HTB at the link rate) with the device's default
         (noqueue on a veth), leaving Presto's senders unshaped."""
@@ -251,7 +252,6 @@ class VSwitch:
                     break
                 time.sleep(0.1)
         # the kernel datapath outlives ovs-vswitchd: delete it
-        from fabric import ns_exec
         subprocess.run(ns_exec(self.fab.ns(VS)) + [self.prog["ovs-dpctl"], "del-dp", "ovs-system"],
                        capture_output=True, env=self.env)
 

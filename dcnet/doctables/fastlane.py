@@ -9,10 +9,7 @@ Zats, Iyer, Ananthanarayanan, Agarwal, Katz, Stoica, Vahdat, "FastLane:
 Making Short Flows Shorter with Agile Drop Notification", ACM SoCC 2015.
 """
 
-import os
-import sys
-
-from doctables import ROOT, load_json, md_table, result_path, table
+from dcnet.doctables import load_json, md_table, result_path, table
 
 SINGLE = "fastlane-single-switch"
 CLOS = "fastlane-clos"
@@ -150,8 +147,7 @@ def single_switch():
 
 def _clos_cells(sub):
     """(workload, scheme) -> bench/fastlane_clos.py's figures, from run1's raw data"""
-    sys.path.insert(0, os.path.join(ROOT, "bench"))
-    import fastlane_clos  # noqa: E402
+    from dcnet.bench import fastlane_clos
     raws = fastlane_clos.load_raws(result_path(CLOS, sub))
     _, raw = raws[0]
     return {(r["workload"], r["scheme"]): fastlane_clos.cell(r) for r in raw["runs"]}, raw

@@ -6,7 +6,7 @@ ACM SIGCOMM 2015.  Paper numbers below are constants quoted from its
 Sec. 5 and 6; every measured number is read from the results directories.
 """
 
-from doctables import load_json, md_table, table
+from dcnet.doctables import load_json, md_table, table
 
 # Verdict thresholds: the paper has Presto "within 1-4% of Optimal"
 # (Sec. 6, Fig. 15); we call a cell reproduced at >= 95% of Optimal.

@@ -1,6 +1,6 @@
 """The emulated fabric: a declarative topology built from network namespaces.
 
-    from fabric import Fabric, Topology
+    from dcnet.testbed.fabric import Fabric, Topology
     topo = Topology(kind="clos", spines=4, leaves=4, hosts_per_leaf=4,
                     link_mbit=10, buffer_bytes=131072)
     fab = Fabric(topo, mode="ecmp")     # or "scatter", "mptcp", "l2", "presto", "l2ecmp"
@@ -44,27 +44,24 @@ Forwarding modes:
          neighbours.  Presto's shadow MACs use the same interface.
   presto the l2 fabric, each host behind an Open vSwitch bridge that
          sprays 64 KB flowcells over one shadow MAC per spanning tree
-         (testbed/presto.py: wiring, vSwitches, controller)
+         (dcnet/testbed/presto.py: wiring, vSwitches, controller)
   l2ecmp the same, with a per-flow hash over the trees (ECMP on L2)
 
 Everything is built with batched netlink (`ip -batch`, `tc -batch`) and
 setns(2) from this process, not one process per command: in the debug
 guest each process start costs 1-5 s.
 """
-import ctypes
-import fcntl
 import json
 import os
-import re
-import socket
-import struct
 import subprocess
 import time
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
-CLONE_NEWNET = 0x40000000
-_libc = ctypes.CDLL(None, use_errno=True)
+# the namespace primitives (dcnet.testbed.ns), also importable from here
+from dcnet.testbed.ns import (  # noqa: F401
+    ETHTOOL_SGRO, ETHTOOL_SGSO, ETHTOOL_STSO, batch, batch_checked, batch_errors, ethtool_set, netns,
+    ns_exec, run, sysctl)
+
 MTU = 1500
 # The switches' ECMP hash (fib_multipath_hash_fields): the 5-tuple,
 # source and destination address, protocol, source and destination port
@@ -81,108 +78,6 @@ HASH_FIELDS = 0x37
 # side's doomed join (Fabric.mptcp_host_lines).  65534: the kernel takes
 # no rule port range ending at 65535.
 MPTCP_CLIENT_PORTS = (20000, 65534)
-
-
-def run(argv, input=None, check=True, timeout=300):
-    p = subprocess.run(argv, input=input, text=True, capture_output=True, timeout=timeout)
-    if check and p.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)} failed ({p.returncode}): {p.stderr.strip()[:2000]}")
-    return p.stdout
-
-
-def ns_exec(ns):
-    """argv prefix that runs a command in network namespace ns: nsenter
-    joins the namespace and execs the command, nothing else (`ip netns
-    exec` also unshares the mount namespace and remounts /sys, which
-    costs seconds per process in the debug guest).  /sys/class/net inside
-    still shows the initial namespace's devices: ask `ip` instead."""
-    return ["nsenter", f"--net=/run/netns/{ns}", "--"]
-
-
-def batch(tool, lines, ns=None, force=False):
-    """run many ip/tc/bridge commands in one process; force: go on past
-    errors (and ignore them)"""
-    if not lines:
-        return ""
-    if tool == "tc":        # the project's tc (fastlane, htb ecn_mode) when set
-        tool = os.environ.get("DCNET_TC", "tc")
-    argv = [tool] + (["-n", ns] if ns else []) + (["-force"] if force else []) + ["-batch", "-"]
-    if force:
-        return subprocess.run(argv, input="\n".join(lines) + "\n", capture_output=True, text=True).stdout
-    return run(argv, input="\n".join(lines) + "\n")
-
-
-# What deleting something already gone gives: ip route del (ESRCH), bridge
-# fdb del (ENOENT).  A failover step deletes what may have gone with the
-# link; any other error means the step did not happen.
-GONE = ("No such process", "No such file or directory")
-
-
-def batch_errors(stderr, lines):
-    """The commands of a `-force -batch` run that failed for another reason
-    than deleting what is already gone: [(command, message)].  iproute2
-    prints each command's error, then "Command failed -:N" (N: its line)."""
-    bad, msg = [], []
-    for line in stderr.splitlines():
-        m = re.match(r"Command failed \S+:(\d+)$", line.strip())
-        if not m:
-            msg.append(line.strip())
-            continue
-        n = int(m.group(1))
-        cmd = lines[n - 1] if 0 < n <= len(lines) else f"line {n}"
-        text = " ".join(x for x in msg if x)
-        words = cmd.split()
-        if not (len(words) > 1 and words[1] == "del" and any(g in text for g in GONE)):
-            bad.append((cmd, text))
-        msg = []
-    return bad
-
-
-def batch_checked(tool, lines, ns=None):
-    """run many ip/bridge commands in one process past their errors, and
-    raise when one failed for another reason than deleting what is gone"""
-    if not lines:
-        return ""
-    argv = [tool] + (["-n", ns] if ns else []) + ["-force", "-batch", "-"]
-    p = subprocess.run(argv, input="\n".join(lines) + "\n", capture_output=True, text=True)
-    bad = batch_errors(p.stderr, lines)
-    if bad or (p.returncode != 0 and not p.stderr.strip()):
-        raise RuntimeError(f"{' '.join(argv)}: " + ("; ".join(f"{c!r}: {m}" for c, m in bad)
-                                                     or f"exit {p.returncode}"))
-    return p.stdout
-
-
-@contextmanager
-def netns(name):
-    """enter network namespace `name` in this thread (setns(2)); sockets
-    created inside stay in it, /proc/sys/net opened inside is its own"""
-    cur = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-    fd = os.open(f"/run/netns/{name}", os.O_RDONLY)
-    try:
-        if _libc.setns(fd, CLONE_NEWNET) != 0:
-            raise OSError(ctypes.get_errno(), f"setns {name}")
-        yield
-    finally:
-        _libc.setns(cur, CLONE_NEWNET)
-        os.close(fd)
-        os.close(cur)
-
-
-def sysctl(name, value):
-    with open("/proc/sys/" + name.replace(".", "/"), "w") as f:
-        f.write(str(value))
-
-
-# legacy ethtool ioctls (struct ethtool_value {u32 cmd, data})
-SIOCETHTOOL = 0x8946
-ETHTOOL_STSO, ETHTOOL_SGSO, ETHTOOL_SGRO = 0x1f, 0x24, 0x2c
-
-
-def ethtool_set(dev, cmd, on):
-    val = ctypes.create_string_buffer(struct.pack("II", cmd, 1 if on else 0))
-    ifr = struct.pack("16sP", dev.encode(), ctypes.addressof(val)) + b"\0" * 16
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        fcntl.ioctl(s.fileno(), SIOCETHTOOL, ifr)
 
 
 @dataclass
@@ -250,7 +145,7 @@ class Fabric:
                  hash_fields=None,
                  flowcell_bytes=None, presto_gro=False, flowcell_seed=None, presto_gro_knobs=None,
                  flowlet_gap_us=None):
-        from presto import VSWITCH_MODES, FLOWCELL_BYTES
+        from dcnet.testbed.presto import VSWITCH_MODES, FLOWCELL_BYTES
         if mode not in ("ecmp", "scatter", "mptcp", "l2") + VSWITCH_MODES:
             raise ValueError(f"mode {mode!r}: ecmp, scatter, mptcp, l2, presto or l2ecmp")
         self.flowcell_bytes = flowcell_bytes or FLOWCELL_BYTES
@@ -298,7 +193,7 @@ class Fabric:
     @property
     def vswitched(self):
         """hosts behind vSwitches (Presto's modes)"""
-        from presto import VSWITCH_MODES
+        from dcnet.testbed.presto import VSWITCH_MODES
         return self.mode in VSWITCH_MODES
 
     @property
@@ -617,7 +512,7 @@ class Fabric:
         batch("tc", tcl, ns)
 
     def _build_vswitches(self):
-        from presto import PrestoController, VSwitch
+        from dcnet.testbed.presto import PrestoController, VSwitch
         self.vswitch = VSwitch(self)
         self.vswitch.start()
         self.vswitch.add_bridges([h.index for h in self.hosts.values()])
@@ -816,7 +711,7 @@ class Controller:
     host, tree) makes every switch forward frames for `mac` along tree
     `tree` to `host`: the host's leaf to its port, every other leaf to
     spine t, spine t to the host's leaf.  The baseline gives each host's
-    own MAC one tree (index mod S); Presto (testbed/presto.py) installs a
+    own MAC one tree (index mod S); Presto (dcnet/testbed/presto.py) installs a
     shadow MAC per tree for every host and lets the hosts' vSwitches pick
     among them.
     """

@@ -9,7 +9,7 @@ import importlib
 import os
 import re
 
-from doctables import RESULTS, md_table, table
+from dcnet.doctables import RESULTS, md_table, table
 
 FEATURES = ("d2tcp", "htb", "fastlane", "presto", "testbed")
 
@@ -43,7 +43,7 @@ def summary():
     rows = []
     for name in FEATURES:
         try:
-            mod = importlib.import_module("doctables." + name)
+            mod = importlib.import_module("dcnet.doctables." + name)
         except ImportError:
             continue
         rows += list(getattr(mod, "summary_rows", lambda: [])())

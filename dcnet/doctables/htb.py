@@ -8,7 +8,7 @@ its table or section; every measured number is read from the claim
 directory.
 """
 
-from doctables import load_json, md_table, table
+from dcnet.doctables import load_json, md_table, table
 
 CLAIM = "htb-tables"
 

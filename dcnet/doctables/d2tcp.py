@@ -6,7 +6,7 @@ the section or figure it comes from; every measured number is read from the
 claim directories.
 """
 
-from doctables import load_json, md_table, table
+from dcnet.doctables import load_json, md_table, table
 
 FANIN40 = "d2tcp-fanin40"
 FANIN20 = "d2tcp-fanin20"

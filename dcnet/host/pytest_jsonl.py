@@ -1,6 +1,6 @@
 """pytest plugin: one JSON line per test event, written and flushed as it
 happens, so that a hang or a dead VM still leaves what passed and which
-test was running.  Load with `-p pytest_jsonl` (scripts/ on PYTHONPATH);
+test was running.  Load with `-p dcnet.host.pytest_jsonl` (the repository on PYTHONPATH);
 the file is $DCNET_JSONL (nothing is written when it is unset).
 
 Lines: {"event": "start", "test": ID} before a test runs, then

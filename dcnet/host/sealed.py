@@ -36,9 +36,8 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-from dcnet.warm import EXTRA_GLOBS, TOOLS  # noqa: E402
+from dcnet import ROOT
+from dcnet.warm import EXTRA_GLOBS, TOOLS
 
 # more than dcnet/warm.py's tools: what the guest scripts call besides
 MORE_TOOLS = ["bash", "dash", "patchelf", "depmod", "timeout", "env", "taskset", "ping", "sort",

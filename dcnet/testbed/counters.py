@@ -85,7 +85,7 @@ def _mib(path):
 
 
 def nstat(fab):
-    from fabric import netns
+    from dcnet.testbed.fabric import netns
     res = {}
     for name in fab.hosts:
         try:
@@ -176,7 +176,7 @@ def queues(fab):
 
 def nic(fab):
     """qdisc counters of every host NIC: [{host, dev, kind, handle, ...}]"""
-    from presto import VS
+    from dcnet.testbed.presto import VS
     res = []
     if fab.vswitched:
         where = [(h.name, fab.ns(VS), f"u{h.index}") for h in fab.hosts.values()]
@@ -218,8 +218,8 @@ def presto_gro(fab):
 
 def flowcell(fab):
     """the datapath's flowcell lines of `ovs-dpctl show`, parsed"""
-    from presto import VS
-    from fabric import ns_exec
+    from dcnet.testbed.presto import VS
+    from dcnet.testbed.fabric import ns_exec
     p = subprocess.run(ns_exec(fab.ns(VS)) + [fab.vswitch.prog["ovs-dpctl"], "show"],
                        capture_output=True, text=True, timeout=60, env=fab.vswitch.env)
     text = p.stdout

@@ -5,7 +5,7 @@ against Presto's Fig. 15. architecture-determinism: what repeats across boots
 (docs/results/determinism/ and the default suite's repeat.json).
 """
 
-from doctables import load_json, md_table, table
+from dcnet.doctables import load_json, md_table, table
 
 TESTBED = "testbed-default"
 DETERMINISM = "determinism"
@@ -204,7 +204,7 @@ def architecture_determinism():
 import os as _os
 import re as _re
 
-from doctables import ROOT as _ROOT
+from dcnet.doctables import ROOT as _ROOT
 
 
 def _series():
