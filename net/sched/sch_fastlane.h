@@ -72,15 +72,25 @@ struct fastlane_tb {
 static inline void fastlane_tb_refill(struct fastlane_tb *tb, u64 now_ns,
 				      u64 rate, u32 burst)
 {
-	u64 dt = now_ns - tb->t_last;
+	u64 dt = now_ns - tb->t_last, add;
 
 	tb->t_last = now_ns;
 	if (!rate)
 		return;
-	/* at most a second's worth: rate * dt stays well within u64 */
+	if (tb->tokens >= burst) {
+		tb->tokens = burst;
+		return;
+	}
+	/* At most a second's worth, so that the quotient is at most @rate.
+	 * rate * dt itself overflows u64 above 1.8e10 bytes/s (148 Gbit/s)
+	 * for dt = 1 s: a 128-bit product (mul_u64_u64_div_u64()).
+	 */
 	dt = min_t(u64, dt, NSEC_PER_SEC);
-	tb->tokens = min_t(s64, tb->tokens + div64_u64(rate * dt, NSEC_PER_SEC),
-			   burst);
+	add = mul_u64_u64_div_u64(rate, dt, NSEC_PER_SEC);
+	if (add >= burst - tb->tokens)
+		tb->tokens = burst;
+	else
+		tb->tokens += add;
 }
 
 /* May a notification of @len bytes leave now, within the cap? */

@@ -390,6 +390,55 @@ static void fastlane_test_tb_caps_rate(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tb.tokens, 0);
 }
 
+/* Explicit notification rates of fast ports: no overflow of rate * dt */
+static void fastlane_test_tb_fast_ports(struct kunit *test)
+{
+	struct fastlane_tb tb = { .tokens = 0, .t_last = 0 };
+	const u32 burst = 3276;
+
+	/* 200 Gbit/s: 25e9 bytes/s, a second idle refills the burst */
+	fastlane_tb_refill(&tb, NSEC_PER_SEC, 25000000000ULL, burst);
+	KUNIT_EXPECT_EQ(test, tb.tokens, burst);
+	/* 25e9 * 737869763 wraps u64 just above 2^64 (to 1.29e9) */
+	tb.tokens = 0;
+	tb.t_last = 0;
+	fastlane_tb_refill(&tb, 737869763, 25000000000ULL, burst);
+	KUNIT_EXPECT_EQ(test, tb.tokens, burst);
+	/* ~147.6 Gbit/s: 18446744074 * 1e9 wraps to 2.9e8 */
+	tb.tokens = 0;
+	tb.t_last = 0;
+	fastlane_tb_refill(&tb, NSEC_PER_SEC, 18446744074ULL, burst);
+	KUNIT_EXPECT_EQ(test, tb.tokens, burst);
+	/* 400 Gbit/s, 1 us idle: 50000 bytes, capped at the burst */
+	tb.tokens = 0;
+	tb.t_last = 0;
+	fastlane_tb_refill(&tb, NSEC_PER_USEC, 50000000000ULL, burst);
+	KUNIT_EXPECT_EQ(test, tb.tokens, burst);
+	/* 400 Gbit/s, 10 ns idle: 500 bytes, exactly */
+	tb.tokens = 0;
+	tb.t_last = 0;
+	fastlane_tb_refill(&tb, 10, 50000000000ULL, burst);
+	KUNIT_EXPECT_EQ(test, tb.tokens, 500);
+	/* the largest rate: a nanosecond of it, capped at the burst */
+	tb.tokens = 0;
+	tb.t_last = 0;
+	fastlane_tb_refill(&tb, 1, U64_MAX, burst);
+	KUNIT_EXPECT_EQ(test, tb.tokens, burst);
+	/* small rates stay exact: 1% of 200 Mbit/s, 250000 bytes/s */
+	tb.tokens = 0;
+	tb.t_last = 0;
+	fastlane_tb_refill(&tb, NSEC_PER_MSEC, 250000, burst);
+	KUNIT_EXPECT_EQ(test, tb.tokens, 250);
+	/* 12500 bytes/s for 79 us: 0.9875 bytes, rounded down */
+	tb.tokens = 0;
+	tb.t_last = 0;
+	fastlane_tb_refill(&tb, 79 * NSEC_PER_USEC, 12500, burst);
+	KUNIT_EXPECT_EQ(test, tb.tokens, 0);
+	/* then 80 us more: 1 byte */
+	fastlane_tb_refill(&tb, 159 * NSEC_PER_USEC, 12500, burst);
+	KUNIT_EXPECT_EQ(test, tb.tokens, 1);
+}
+
 /* How many notifications of @len bytes join the hand-off queue of a port
  * of @limit bytes before the work sends any
  */
@@ -437,6 +486,7 @@ static struct kunit_case fastlane_cases[] = {
 	KUNIT_CASE(fastlane_test_ipv6),
 	KUNIT_CASE(fastlane_test_refuses_what_is_not_tcp),
 	KUNIT_CASE(fastlane_test_tb_caps_rate),
+	KUNIT_CASE(fastlane_test_tb_fast_ports),
 	KUNIT_CASE(fastlane_test_mark),
 	KUNIT_CASE(fastlane_test_first_fragment),
 	KUNIT_CASE(fastlane_test_vlan_kept),
