@@ -450,8 +450,9 @@ static inline void tcp_fastlane_retx_begin(struct sock *sk)
 }
 
 /* ... and for each lost skb of the pass, how many of @segs segments may
- * be resent (0: stop the pass).  Only segments notifications named are
- * throttled; the lowest sequence always goes.
+ * be resent (0: bound_sim holds it; the pass skips it and goes on, and
+ * the retransmit hint stays on it).  Only segments notifications named
+ * are throttled; the lowest sequence always goes.
  */
 static inline int tcp_fastlane_retx_segs(struct sock *sk, struct sk_buff *skb,
 					 bool lowest, int segs)

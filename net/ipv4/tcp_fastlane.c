@@ -50,6 +50,8 @@
  *    notified segments, lowest first, only while sim_retx is below
  *    bound_sim = alpha / max(entry.retx), a real number compared as
  *    such (tcp_fastlane_bound_sim()), cwnd and PRR still applying;
+ *    a notified segment the bound holds is skipped, and lost segments
+ *    after it that no notification named (SACK, RACK) still go;
  *    ACKs that take resends out of flight let more go;
  *  - the lowest sequence is always resent, even beyond the bound, so
  *    cumulative ACKs never stall behind it;

@@ -1564,6 +1564,76 @@ def test_bound_sim_throttles_notified_retransmissions(blocked, v6):
         b.release()
 
 
+def tcp_info_unacked_mss(s):
+    """(packets_out, the payload of a full segment) of a FastLane socket:
+    struct tcp_info's tcpi_unacked (the u32 at 24), and tcpi_snd_mss (at
+    16) less the 8 bytes of the timeout-count option on every segment"""
+    info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+    return struct.unpack_from("I", info, 24)[0], struct.unpack_from("I", info, 16)[0] - 8
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_held_notified_segment_does_not_end_the_pass(blocked, v6):
+    """bound_sim throttles only the segments notifications named: a
+    notified segment it holds is skipped, and lost segments after it that
+    no notification named (RACK marks them, from SACKs) go in the same
+    pass.  A window S0..S9 in flight; S1 and S2 notified round after round
+    until bound_sim (10 / 2 / retx, rounded up) is 1: one of them is
+    resent per round, the other held.  Then the originals of S6..S9 reach
+    h2, whose SACKs make RACK mark S0 and S3..S5 lost: they go at once,
+    one per SACK as PRR allows (the RTO is 60 s here, and no TLP fires
+    in recovery).  Before, the held S2 ended every pass: S0 went, and
+    S3..S5 waited for an ACK that never came."""
+    b = blocked.connect(v6)
+    sh("ethtool -K eth0 tso off gso off >/dev/null", ns=b.h1)
+    try:
+        _, mss = tcp_info_unacked_mss(b.conn.c)
+        segs = b.send_and_capture(10 * mss, 1.5)
+        p0 = min((p for _, p, _ in segs), key=lambda p: p["seq"])
+        flight = sorted(latest(segs), key=lambda f: offset(f[1], p0))
+        assert len(flight) == 10, [(offset(p, p0), tcp_payload_len(p)) for _, p, _ in flight]
+        S = [raw for _, _, raw in flight]
+        seqs = [p["seq"] for _, p, _ in flight]
+        notified = {seqs[1]: S[1], seqs[2]: S[2]}
+        keys = FL_KEYS + ["TcpExtTCPTimeouts", "TcpExtTCPFastLaneBoundThrottled",
+                          "TcpExtTCPLossProbes"]
+        n0 = nstat(b.h1)
+        per_round = []
+        for _ in range(6):
+            t, got = b.watch(0.5)
+            t_nf = time.time()
+            b.send_frames([b.notify(raw, send=False) for raw in notified.values()])
+            t.join()
+            resent = set()
+            for ts, out, raw in got:
+                p = parse(raw)
+                if p and not out and ts >= t_nf and p["seq"] in notified and tcp_payload_len(p) > 0:
+                    notified[p["seq"]] = raw
+                    resent.add(p["seq"])
+            per_round.append(len(resent))
+        mid = delta(n0, nstat(b.h1), keys)
+        assert per_round[-1] == 1, f"resends per round {per_round}: bound_sim not 1 ({mid})"
+        assert mid["TcpExtTCPFastLaneBoundThrottled"] >= 1, mid
+        # S6..S9 reach h2: its SACKs come back to h1 over the open path
+        t, got = b.watch(2.0)
+        t_sack = time.time()
+        for raw in S[6:]:
+            deliver(b, raw)
+        t.join()
+        again = sorted({seqs.index(p["seq"]) for ts, out, raw in got for p in [parse(raw)]
+                        if p and not out and ts >= t_sack and p["dport"] == b.conn.port
+                        and p["seq"] in seqs and tcp_payload_len(p) > 0})
+        d = delta(n0, nstat(b.h1), keys)
+        print(f"held S2 ({'ipv6' if v6 else 'ipv4'}): resends per round {per_round}; "
+              f"after the SACKs resent S{again}; {d}")
+        assert d["TcpExtTCPTimeouts"] == 0, d
+        assert 0 in again, f"the lowest sequence was not resent: S{again}"
+        assert 3 in again and 4 in again, f"lost segments behind the held S2 waited: S{again}"
+    finally:
+        sh("ethtool -K eth0 tso on gso on >/dev/null", ns=b.h1, check=False)
+        b.release()
+
+
 def test_rate_limited_notification_is_not_a_timeout(routed):
     """Issue 20 (incast RTOs): a flight into a port that drops every data
     segment loops drop, notification, resend (the lowest sequence always
