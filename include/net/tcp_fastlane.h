@@ -374,8 +374,13 @@ static inline bool tcp_fastlane_nf(const struct net *net, u8 dsfield,
 }
 
 /* Algorithm 1: no new data while the socket recovers from notifications,
- * that is until the recovery they started or joined ends (snd_una at its
- * high_seq, an undo or a timeout).  From tcp_write_xmit().
+ * that is until snd_una reaches the high_seq of the recovery they started
+ * or joined (or it ends otherwise: a timeout takes over).  From
+ * tcp_write_xmit().  fastlane.recovering says that the socket's recovery
+ * is such a one; it outlives the hold: a socket without SACK stays in
+ * CA_Recovery at snd_una == high_seq until data above it is acknowledged
+ * (tcp_is_non_sack_preventing_reopen()), and only then ends the recovery
+ * (tcp_fastlane_end_recovery()).
  */
 static inline bool tcp_fastlane_holds_new_data(struct sock *sk)
 {
@@ -383,25 +388,33 @@ static inline bool tcp_fastlane_holds_new_data(struct sock *sk)
 
 	if (likely(!tp->fastlane.recovering))
 		return false;
-	if (tcp_fastlane_hold(inet_csk(sk)->icsk_ca_state == TCP_CA_Recovery,
-			      tp->high_seq, tp->fastlane.high_seq,
-			      tp->snd_una))
-		return true;
-	tp->fastlane.recovering = 0;
-	return false;
+	if (inet_csk(sk)->icsk_ca_state != TCP_CA_Recovery ||
+	    tp->high_seq != tp->fastlane.high_seq) {
+		/* that recovery is over (a timeout, or another one) */
+		tp->fastlane.recovering = 0;
+		return false;
+	}
+	return tcp_fastlane_hold(true, tp->high_seq, tp->fastlane.high_seq,
+				 tp->snd_una);
 }
 
-/* From tcp_end_cwnd_reduction(), when a recovery ends: is it the one
- * notifications started or joined?  Such a recovery is never undone (its
- * undo_marker is cleared, tcp_fastlane_mark()), but Linux takes a
- * Recovery without undo_marker for one that was undone and leaves cwnd
- * where PRR put it (as low as one segment, or never reduced).  A
- * notified recovery ends with cwnd at ssthresh, as any other does.
+/* From tcp_end_cwnd_reduction(), when a recovery (or CWR) ends: was it
+ * the one notifications started or joined?  Such a recovery is never
+ * undone (its undo_marker is cleared, tcp_fastlane_mark()), but Linux
+ * takes a Recovery without undo_marker for one that was undone and
+ * leaves cwnd where PRR put it (as low as one segment, or never
+ * reduced).  A notified recovery ends with cwnd at ssthresh, as any
+ * other does.  Forgets it: the next recovery is another one.
  */
-static inline bool tcp_fastlane_recovery(const struct tcp_sock *tp)
+static inline bool tcp_fastlane_end_recovery(struct tcp_sock *tp)
 {
-	return tp->fastlane.recovering &&
-	       tp->fastlane.high_seq == tp->high_seq;
+	bool notified;
+
+	if (likely(!tp->fastlane.recovering))
+		return false;
+	notified = tp->fastlane.high_seq == tp->high_seq;
+	tp->fastlane.recovering = 0;
+	return notified;
 }
 
 void __tcp_fastlane_tsq_write(struct sock *sk);
@@ -502,7 +515,7 @@ static inline bool tcp_fastlane_is_nf(struct sk_buff *skb)
 	return false;
 }
 
-static inline bool tcp_fastlane_recovery(const struct tcp_sock *tp)
+static inline bool tcp_fastlane_end_recovery(struct tcp_sock *tp)
 {
 	return false;
 }
