@@ -98,6 +98,29 @@ tcp_fastlane_classify(u32 seq, u32 end_seq, u32 snd_una, u32 snd_nxt)
 	return TCP_FASTLANE_OUT_OF_WINDOW;
 }
 
+/* Does the notified range [seq, end_seq) name one wire segment of the
+ * retransmit queue's skb [skb_seq, skb_end) (FIN counted), which was sent
+ * in segments of @mss bytes (0: the skb is one segment)?  It starts at a
+ * multiple of the MSS into the skb and is one MSS long, or the rest of
+ * the skb.  Only then may the queue be split for it: SACK splits at such
+ * boundaries only (tcp_match_skb_to_sack()); a notification that could
+ * split at any byte would turn a flight into 1-byte skbs, each walked on
+ * every pass (the CVE-2019-11478 class).
+ */
+static inline bool tcp_fastlane_one_segment(u32 skb_seq, u32 skb_end, u32 mss,
+					    u32 seq, u32 end_seq)
+{
+	u32 off = seq - skb_seq, rest = skb_end - seq, len = end_seq - seq;
+
+	if ((s32)off < 0 || (s32)rest <= 0)
+		return false;
+	if (!mss)
+		mss = skb_end - skb_seq;
+	if (off % mss)
+		return false;
+	return len == rest || (len == mss && rest > mss);
+}
+
 /* The per-socket rate limit: may one more notification be taken in a
  * round trip that has seen @count, with a congestion window of @cwnd?
  * Only notifications that passed every check count (a flood of forged
@@ -227,12 +250,16 @@ struct tcp_fastlane_data_state {
 	bool	has_timeouts;
 	bool	sends_timeouts;	/* its segments carry the timeout count */
 	bool	found;		/* the notified sequence is in the queue */
+	bool	misaligned;	/* ... but not one segment of its skb
+				 * (tcp_fastlane_one_segment())
+				 */
 };
 
 enum tcp_fastlane_data_verdict {
 	TCP_FASTLANE_DATA_TAKE,		/* mark lost, resend what bound_sim allows */
 	TCP_FASTLANE_DATA_BADOPTS,	/* an option the connection sends is missing */
 	TCP_FASTLANE_DATA_STALE,
+	TCP_FASTLANE_DATA_BADSEQ,	/* not one segment of the queue's skb */
 	TCP_FASTLANE_DATA_RATELIMITED,	/* over the cap: mark lost, resend later */
 };
 
@@ -241,9 +268,10 @@ enum tcp_fastlane_data_verdict {
  * (SACKed), sent before the last timeout (timeout count), resent since
  * (timestamp), or, without timestamps, its resend is in flight (which
  * copy was dropped is unknown), or a timeout's recovery owns the queue
- * (CA_Loss).  The rate limit counts only what passed every other check;
- * a notification over it still marks its segment lost, with no resend at
- * once (tcp_fastlane_deferred_resend()).
+ * (CA_Loss).  Bad sequence: a range that is not one wire segment of the
+ * skb that holds it (tcp_fastlane_one_segment()).  The rate limit counts
+ * only what passed every other check; a notification over it still marks
+ * its segment lost, with no resend at once (tcp_fastlane_deferred_resend()).
  */
 static inline enum tcp_fastlane_data_verdict
 tcp_fastlane_data_verdict(const struct tcp_fastlane_data_state *s)
@@ -257,6 +285,8 @@ tcp_fastlane_data_verdict(const struct tcp_fastlane_data_state *s)
 	    (!s->has_ts && (s->sacked & TCPCB_SACKED_RETRANS)) ||
 	    s->ca_state == TCP_CA_Loss)
 		return TCP_FASTLANE_DATA_STALE;
+	if (s->misaligned)
+		return TCP_FASTLANE_DATA_BADSEQ;
 	if (!tcp_fastlane_within_rate(s->rate_count, s->cwnd))
 		return TCP_FASTLANE_DATA_RATELIMITED;
 	return TCP_FASTLANE_DATA_TAKE;

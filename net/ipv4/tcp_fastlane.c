@@ -26,7 +26,11 @@
  * the last timeout (the paper's rule).  On a connection that negotiated
  * timestamps, the notification's must be that of the segment's last
  * transmission: a notification from before a retransmission, or from
- * before a timeout, is stale.  A data notification without either
+ * before a timeout, is stale.  It must name one wire segment of the skb
+ * that holds it: a multiple of the skb's MSS into it, one MSS long (or
+ * the rest of the skb); anything else would split the retransmit queue
+ * at any byte and is counted as a bad sequence (TCPFastLaneBadSeq).
+ * A data notification without either
  * option where the connection sends it is refused (TCPFastLaneBadOpts):
  * leaving options out must not skip their checks.  Without timestamps,
  * a notification for a segment whose retransmission is in flight is
@@ -216,13 +220,14 @@ static bool tcp_fastlane_rate_ok(struct sock *sk)
 	return true;
 }
 
-/* Mark the notified range [nf->seq, nf->end_seq), which starts in @skb,
- * lost (no more: a failed split marks more), as entries of Algorithm 1's
- * list; enter or join the recovery notifications drive, and hold new
- * data until it ends
+/* Mark the notified range [nf->seq, nf->end_seq), one wire segment of
+ * @skb (tcp_fastlane_one_segment()), lost as an entry of Algorithm 1's
+ * list: split off if @split (no more: a failed split marks more), else
+ * the whole of @skb; enter or join the recovery notifications drive, and
+ * hold new data until it ends
  */
 static void tcp_fastlane_mark(struct sock *sk, struct sk_buff *skb,
-			      const struct tcp_fastlane_info *nf)
+			      const struct tcp_fastlane_info *nf, bool split)
 {
 	struct inet_connection_sock *icsk = inet_csk(sk);
 	struct tcp_sock *tp = tcp_sk(sk);
@@ -234,11 +239,12 @@ static void tcp_fastlane_mark(struct sock *sk, struct sk_buff *skb,
 		tcp_fastlane_clear_marks(sk);
 		tp->fastlane.rto_epoch = tp->total_rto;
 	}
-	if (tcp_fastlane_split(sk, skb, nf->seq))
+	if (split && tcp_fastlane_split(sk, skb, nf->seq))
 		skb = skb_rb_next(skb);
 	for (; skb && before(TCP_SKB_CB(skb)->seq, nf->end_seq);
 	     skb = skb_rb_next(skb)) {
-		tcp_fastlane_split(sk, skb, nf->end_seq);
+		if (split)
+			tcp_fastlane_split(sk, skb, nf->end_seq);
 		tcp_mark_skb_lost(sk, skb);
 		/* an entry of Algorithm 1's list: entry.retx++ */
 		if (TCP_SKB_CB(skb)->tx.fastlane_retx < TCP_FASTLANE_RETX_MAX)
@@ -390,6 +396,12 @@ static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *n
 		st.sacked = TCP_SKB_CB(skb)->sacked;
 		st.skb_tsval = tcp_skb_timestamp_ts(tp->tcp_usec_ts, skb) +
 			       tp->tsoffset;
+		st.misaligned =
+			!tcp_fastlane_one_segment(TCP_SKB_CB(skb)->seq,
+						  TCP_SKB_CB(skb)->end_seq,
+						  tcp_skb_pcount(skb) > 1 ?
+						  tcp_skb_mss(skb) : 0,
+						  nf->seq, nf->end_seq);
 	}
 	switch (tcp_fastlane_data_verdict(&st)) {
 	case TCP_FASTLANE_DATA_BADOPTS:
@@ -401,14 +413,20 @@ static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *n
 		 */
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
 		return;
+	case TCP_FASTLANE_DATA_BADSEQ:
+		/* not one segment: it would split the queue at any byte */
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBADSEQ);
+		return;
 	case TCP_FASTLANE_DATA_RATELIMITED:
 		/* Still a drop of ours: the segment is lost.  The window
 		 * resends it (cwnd, PRR, bound_sim), or, if it holds the
 		 * lowest sequence, tcp_tsq_write() once the cap's round
-		 * trip is over; nothing is sent for it now.
+		 * trip is over; nothing is sent for it now, and the queue
+		 * is not split for it (its whole skb is marked): over the
+		 * cap, notifications cost no more skbs.
 		 */
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANERATELIMITED);
-		tcp_fastlane_mark(sk, skb, nf);
+		tcp_fastlane_mark(sk, skb, nf, false);
 		tcp_fastlane_defer(sk);
 		return;
 	case TCP_FASTLANE_DATA_TAKE:
@@ -416,7 +434,7 @@ static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *n
 	}
 	tp->fastlane.count++;
 	NET_INC_STATS(net, LINUX_MIB_TCPFASTLANENOTIFY);
-	tcp_fastlane_mark(sk, skb, nf);
+	tcp_fastlane_mark(sk, skb, nf, true);
 	/* resend what bound_sim allows, lowest first */
 	tcp_xmit_retransmit_queue(sk);
 	/* Resending a lost segment before ours may have collapsed ours into
@@ -568,6 +586,9 @@ static void tcp_fastlane_pure_ack(struct sock *sk,
 		return;
 	case TCP_FASTLANE_DATA_STALE:
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
+		return;
+	case TCP_FASTLANE_DATA_BADSEQ:		/* (data only) */
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBADSEQ);
 		return;
 	case TCP_FASTLANE_DATA_RATELIMITED:
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANERATELIMITED);

@@ -345,6 +345,48 @@ static void fastlane_ack_verdict(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tcp_fastlane_ack_verdict(&s, 5000, win), TCP_FASTLANE_DATA_TAKE);
 }
 
+/* A notification names one wire segment of an skb: MSS-aligned, one MSS
+ * or the rest of the skb, never a split at any byte
+ */
+static void fastlane_one_segment(struct kunit *test)
+{
+	/* a TSO skb of 3 segments of 1440 and 500 bytes: [S, S + 3380) */
+	const u32 S = 0xfffff000, end = S + 2 * 1440 + 500, mss = 1440;
+
+	KUNIT_EXPECT_TRUE(test, tcp_fastlane_one_segment(S, end, mss, S, S + 1440));
+	KUNIT_EXPECT_TRUE(test, tcp_fastlane_one_segment(S, end, mss, S + 1440,
+							 S + 2880));
+	/* the last, short segment; the whole skb (sent as one, by TSO) */
+	KUNIT_EXPECT_TRUE(test, tcp_fastlane_one_segment(S, end, mss, S + 2880, end));
+	KUNIT_EXPECT_TRUE(test, tcp_fastlane_one_segment(S, end, mss, S, end));
+	/* the rest of the skb from an aligned offset */
+	KUNIT_EXPECT_TRUE(test, tcp_fastlane_one_segment(S, end, mss, S + 1440, end));
+	/* any byte: refused */
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_one_segment(S, end, mss, S + 1, S + 1441));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_one_segment(S, end, mss, S + 100, S + 101));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_one_segment(S, end, mss, S, S + 1));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_one_segment(S, end, mss, S, S + 1439));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_one_segment(S, end, mss, S, S + 1441));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_one_segment(S, end, mss, S + 2880, end - 1));
+	/* beyond the skb, or before it */
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_one_segment(S, end, mss, S + 2880, end + 1));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_one_segment(S, end, mss, S - 1440, S));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_one_segment(S, end, mss, end, end + 1440));
+	/* a one-segment skb (no MSS recorded): only all of it */
+	KUNIT_EXPECT_TRUE(test, tcp_fastlane_one_segment(S, S + 700, 0, S, S + 700));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_one_segment(S, S + 700, 0, S, S + 350));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_one_segment(S, S + 700, 0, S + 350, S + 700));
+	/* with its FIN: the segment's bytes and the FIN */
+	KUNIT_EXPECT_TRUE(test, tcp_fastlane_one_segment(S, S + 701, 0, S, S + 701));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_one_segment(S, S + 701, 0, S, S + 700));
+	/* a full last segment and a FIN: one MSS and one */
+	KUNIT_EXPECT_TRUE(test, tcp_fastlane_one_segment(S, S + 2881, mss, S + 1440,
+							 S + 2881));
+	KUNIT_EXPECT_TRUE(test, tcp_fastlane_one_segment(S, S + 2881, mss, S, S + 1440));
+	/* a FIN alone */
+	KUNIT_EXPECT_TRUE(test, tcp_fastlane_one_segment(S, S + 1, 0, S, S + 1));
+}
+
 static void fastlane_data_verdict(struct kunit *test)
 {
 	struct tcp_fastlane_data_state s = data_ok();
@@ -392,6 +434,15 @@ static void fastlane_data_verdict(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_STALE);
 	s = data_ok();
 	s.nf_timeouts = 1;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_STALE);
+
+	/* not one segment of its skb: a bad sequence, not rate-limited */
+	s = data_ok();
+	s.misaligned = true;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_BADSEQ);
+	s.rate_count = 2 * 10 + TCP_FASTLANE_BURST;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_BADSEQ);
+	s.skb_tsval++;		/* stale first */
 	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_STALE);
 
 	/* the rate limit: 2 * cwnd + 16 per round trip, after every check */
@@ -537,6 +588,7 @@ static void fastlane_tail_push(struct kunit *test)
 static struct kunit_case fastlane_tcp_cases[] = {
 	KUNIT_CASE(fastlane_tail_push),
 	KUNIT_CASE(fastlane_deferred_resend),
+	KUNIT_CASE(fastlane_one_segment),
 	KUNIT_CASE(fastlane_data_verdict),
 	KUNIT_CASE(fastlane_ack_verdict),
 	KUNIT_CASE(fastlane_data_handler_bound),

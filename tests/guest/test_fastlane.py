@@ -1634,6 +1634,59 @@ def test_held_notified_segment_does_not_end_the_pass(blocked, v6):
         b.release()
 
 
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_notification_splits_only_at_segment_boundaries(blocked, v6):
+    """A notification names one wire segment: it starts at a multiple of
+    the skb's MSS and is an MSS long (or the rest of the skb).  Anything
+    else is refused and counted (TCPFastLaneBadSeq), and the retransmit
+    queue is not split: one in the middle of a segment used to split it
+    at any byte (twice), the SACK-slowness class (CVE-2019-11478) that
+    SACK's MSS-aligned splits avoid.  A genuine one still resends its
+    bytes, and an aligned one for one segment of a TSO skb splits it."""
+    b = blocked.connect(v6)
+    try:
+        segs = b.send_and_capture(4 * 1448, 1.5)
+        assert segs, "no data in flight"
+        unacked0, mss = tcp_info_unacked_mss(b.conn.c)
+        ts0, p0, raw0 = min(segs, key=lambda f: f[1]["seq"])
+        len0 = tcp_payload_len(p0)
+        assert len0 > 200, len0
+        n0 = nstat(b.h1)
+        # in the middle of a segment, an MSS long; at its start, 100 bytes
+        b.notify(raw0, seq=(p0["seq"] + 100) & 0xffffffff, payload=min(mss, len0))
+        b.notify(raw0, payload=100)
+        n1 = wait_nstat(b.h1, n0, VERDICT_KEYS, 2, "h1 judged the 2 misaligned notifications")
+        d = delta(n0, n1, FL_KEYS)
+        unacked1, _ = tcp_info_unacked_mss(b.conn.c)
+        print(f"misaligned ({'ipv6' if v6 else 'ipv4'}): {d}, packets_out {unacked0} -> {unacked1}, "
+              f"mss {mss}, first frame {len0} bytes")
+        assert d["TcpExtTCPFastLaneBadSeq"] == 2, d
+        assert d["TcpExtTCPFastLaneNotify"] == 0 and d["TcpExtTCPFastLaneRetrans"] == 0, d
+        assert unacked1 == unacked0, f"the queue was split: packets_out {unacked0} -> {unacked1}"
+        # genuine: the second MSS of a TSO frame, or the whole first frame
+        if len0 >= 2 * mss:
+            off, n = mss, mss
+        else:
+            off, n = 0, len0
+        t, got = b.watch(1.5)
+        t_nf = time.time()
+        if off:
+            b.notify(raw0, seq=(p0["seq"] + off) & 0xffffffff, payload=n)
+        else:
+            b.notify(raw0)
+        t.join()
+        d = delta(n1, wait_nstat(b.h1, n1, VERDICT_KEYS, 1, "h1 judged the aligned notification"),
+                  FL_KEYS)
+        resent = sorted({(offset(p, p0), tcp_payload_len(p)) for ts, out, raw in got
+                         for p in [parse(raw)] if p and not out and ts >= t_nf
+                         and p["dport"] == b.conn.port and tcp_payload_len(p) > 0})
+        print(f"aligned at {off}, {n} bytes: {d}, resent {resent}")
+        assert d["TcpExtTCPFastLaneNotify"] == 1 and d["TcpExtTCPFastLaneRetrans"] == 1, d
+        assert (off, n) in resent, f"not resent as notified: {resent}"
+    finally:
+        b.release()
+
+
 def test_rate_limited_notification_is_not_a_timeout(routed):
     """Issue 20 (incast RTOs): a flight into a port that drops every data
     segment loops drop, notification, resend (the lowest sequence always
