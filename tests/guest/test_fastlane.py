@@ -1564,6 +1564,21 @@ def test_bound_sim_throttles_notified_retransmissions(blocked, v6):
         b.release()
 
 
+def offloads_off(ns):
+    """turn TSO and GSO off on eth0 of namespace ns; returns the command
+    that puts back exactly the features this changed (a plain "tso on gso
+    on" turns on sub-features a fresh veth has off, and later tests see
+    other frames)"""
+    def feats():
+        return {ln.split(":")[0].strip(): ln.split(":")[1].split()[0]
+                for ln in sh("ethtool -k eth0", ns=ns).splitlines()[1:] if ":" in ln and ln.split(":")[1].split()}
+    before = feats()
+    sh("ethtool -K eth0 tso off gso off >/dev/null", ns=ns)
+    after = feats()
+    changed = " ".join(f"{k} {v}" for k, v in before.items() if after.get(k) != v)
+    return f"ethtool -K eth0 {changed} >/dev/null" if changed else "true"
+
+
 def tcp_info_unacked_mss(s):
     """(packets_out, the payload of a full segment) of a FastLane socket:
     struct tcp_info's tcpi_unacked (the u32 at 24), and tcpi_snd_mss (at
@@ -1585,7 +1600,7 @@ def test_held_notified_segment_does_not_end_the_pass(blocked, v6):
     in recovery).  Before, the held S2 ended every pass: S0 went, and
     S3..S5 waited for an ACK that never came."""
     b = blocked.connect(v6)
-    sh("ethtool -K eth0 tso off gso off >/dev/null", ns=b.h1)
+    restore = offloads_off(b.h1)
     try:
         _, mss = tcp_info_unacked_mss(b.conn.c)
         segs = b.send_and_capture(10 * mss, 1.5)
@@ -1630,7 +1645,7 @@ def test_held_notified_segment_does_not_end_the_pass(blocked, v6):
         assert 0 in again, f"the lowest sequence was not resent: S{again}"
         assert 3 in again and 4 in again, f"lost segments behind the held S2 waited: S{again}"
     finally:
-        sh("ethtool -K eth0 tso on gso on >/dev/null", ns=b.h1, check=False)
+        sh(restore, ns=b.h1, check=False)
         b.release()
 
 
@@ -1883,7 +1898,7 @@ def test_notified_recovery_ends_at_ssthresh(blocked, v6, opts):
     else:
         b = blocked.connect(v6)
     # two segments, two frames (TSO would send them as one)
-    sh("ethtool -K eth0 tso off gso off >/dev/null", ns=b.h1)
+    restore = offloads_off(b.h1)
     try:
         b.conn.c.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"cubic")
         nbytes = 2 * 1000
@@ -1913,7 +1928,7 @@ def test_notified_recovery_ends_at_ssthresh(blocked, v6, opts):
         assert ss == 7, f"ssthresh {ss}, CUBIC's is 7"
         assert cwnd == ss, f"cwnd {cwnd} after the recovery, ssthresh {ss}"
     finally:
-        sh("ethtool -K eth0 tso on gso on >/dev/null", ns=b.h1, check=False)
+        sh(restore, ns=b.h1, check=False)
         b.release()
 
 
