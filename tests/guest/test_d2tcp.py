@@ -16,7 +16,7 @@ from netlab import DLTRAFFIC, json_lines, monotonic_us, sh
 
 from dcnet.wait import scaled, wait_until
 
-TCP_DEADLINE = 48
+TCP_DEADLINE = 0xD200           # out of tree: far above upstream's options
 DEADLINE_FMT = "=QQII"          # struct tcp_deadline
 F_SET, F_EXPIRED = 1, 2
 
@@ -132,6 +132,21 @@ def test_deadline_option_struct_can_grow():
     s.setsockopt(socket.IPPROTO_TCP, TCP_DEADLINE, struct.pack(DEADLINE_FMT, 10**6, 2048, 0, 0)
                  + b"\0" * 40)
     assert get_deadline(s)[1] == 2048
+    s.close()
+
+
+def test_deadline_option_number_is_out_of_tree():
+    """TCP_DEADLINE is 0xd200, far from the numbers upstream hands out in
+    order: 48, its old number, is no option here"""
+    s = d2tcp_socket()
+    with pytest.raises(OSError) as e:
+        s.setsockopt(socket.IPPROTO_TCP, 48, struct.pack(DEADLINE_FMT, 10**6, 1000, 0, 0))
+    assert e.value.errno == errno.ENOPROTOOPT
+    with pytest.raises(OSError) as e:
+        s.getsockopt(socket.IPPROTO_TCP, 48, 24)
+    assert e.value.errno == errno.ENOPROTOOPT
+    set_deadline(s, 10**6, 1000)
+    assert get_deadline(s)[1:3] == (1000, F_SET)
     s.close()
 
 
