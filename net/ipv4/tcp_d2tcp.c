@@ -272,6 +272,10 @@ static struct tcp_congestion_ops d2tcp_reno __read_mostly = {
 static int __init d2tcp_register(void)
 {
 	BUILD_BUG_ON(sizeof(struct dctcp) > TCP_CA_DEADLINE_OFFSET);
+	/* a flag BPF congestion controls may set must never mean "has a
+	 * deadline area": setsockopt() would write into their state
+	 */
+	BUILD_BUG_ON(TCP_CONG_DEADLINE & TCP_CONG_MASK);
 	return tcp_register_congestion_control(&d2tcp);
 }
 

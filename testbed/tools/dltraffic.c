@@ -49,7 +49,7 @@
 #include <linux/tcp.h>
 
 #ifndef TCP_DEADLINE
-#define TCP_DEADLINE		48
+#define TCP_DEADLINE		0xd200	/* out of tree: far above upstream's */
 struct tcp_deadline {
 	__u64	tcpd_deadline_us;	/* time to the deadline, usec */
 	__u64	tcpd_bytes;		/* bytes of the flow */

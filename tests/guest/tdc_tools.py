@@ -99,6 +99,9 @@ def run_tdc(src, tmp_path, suites, tap_name, timeout):
     synced(work)
     boxed(work)
     os.makedirs(work / "tc-tests" / "qdiscs")
+    # raw rtnetlink requests tc would not send (tests/tdc/*.json call it
+    # as ./htb_nl.py, from tdc's directory)
+    shutil.copy(os.path.join(os.path.dirname(os.path.abspath(__file__)), "htb_nl.py"), work)
     files = []
     for path, name in suites:
         shutil.copy(path, work / "tc-tests" / "qdiscs" / name)

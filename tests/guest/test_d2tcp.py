@@ -16,7 +16,7 @@ from dcnet.testbed.netlab import DLTRAFFIC, json_lines, monotonic_us, sh
 
 from dcnet.wait import scaled, wait_until
 
-TCP_DEADLINE = 48
+TCP_DEADLINE = 0xD200           # out of tree: far above upstream's options
 DEADLINE_FMT = "=QQII"          # struct tcp_deadline
 F_SET, F_EXPIRED = 1, 2
 
@@ -133,6 +133,136 @@ def test_deadline_option_struct_can_grow():
                  + b"\0" * 40)
     assert get_deadline(s)[1] == 2048
     s.close()
+
+
+def test_deadline_option_number_is_out_of_tree():
+    """TCP_DEADLINE is 0xd200, far from the numbers upstream hands out in
+    order: 48, its old number, is no option here"""
+    s = d2tcp_socket()
+    with pytest.raises(OSError) as e:
+        s.setsockopt(socket.IPPROTO_TCP, 48, struct.pack(DEADLINE_FMT, 10**6, 1000, 0, 0))
+    assert e.value.errno == errno.ENOPROTOOPT
+    with pytest.raises(OSError) as e:
+        s.getsockopt(socket.IPPROTO_TCP, 48, 24)
+    assert e.value.errno == errno.ENOPROTOOPT
+    set_deadline(s, 10**6, 1000)
+    assert get_deadline(s)[1:3] == (1000, F_SET)
+    s.close()
+
+
+POLICY = "net.ipv4.tcp_deadline_policy"
+NOBODY = 65534
+
+
+def refused_count():
+    """TcpExtTCPDeadlineRefused of this namespace, as nstat shows it"""
+    with open("/proc/net/netstat") as f:
+        lines = [line.split() for line in f if line.startswith("TcpExt:")]
+    return int(dict(zip(lines[0][1:], lines[1][1:]))["TCPDeadlineRefused"])
+
+
+def set_deadline_as_nobody(s, us, nbytes):
+    """setsockopt(TCP_DEADLINE) on s from a child that is uid nobody, so it
+    holds no capability (CAP_NET_ADMIN included); its errno, 0 if set"""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.close(r)
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            with open("/proc/self/status") as f:
+                eff = [line for line in f if line.startswith("CapEff:")][0]
+            assert int(eff.split()[1], 16) == 0, eff
+            try:
+                set_deadline(s, us, nbytes)
+            except OSError as e:
+                code = e.errno
+        except BaseException:
+            code = 255
+        os.write(w, bytes([code]))
+        os._exit(0)
+    os.close(w)
+    try:
+        got = os.read(r, 1)
+    finally:
+        os.close(r)
+        os.waitpid(pid, 0)
+    assert got and got[0] != 255, "the child could not drop its privileges"
+    return got[0]
+
+
+@pytest.fixture
+def deadline_policy():
+    old = sh(f"sysctl -n {POLICY}").strip()
+    yield
+    sh(f"sysctl -qw {POLICY}={old}")
+
+
+def test_deadline_policy_default_and_range(deadline_policy):
+    """Setting a deadline needs CAP_NET_ADMIN unless the operator says
+    otherwise; the sysctl takes 0, 1 and 2 only"""
+    assert sh(f"sysctl -n {POLICY}").strip() == "1"
+    for bad in ("3", "-1", "255", "x"):
+        with pytest.raises(Exception):
+            sh(f"sysctl -qw {POLICY}={bad}")
+        assert sh(f"sysctl -n {POLICY}").strip() == "1", bad
+    for ok in ("0", "2", "1"):
+        sh(f"sysctl -qw {POLICY}={ok}")
+        assert sh(f"sysctl -n {POLICY}").strip() == ok
+
+
+@pytest.mark.parametrize("family", [socket.AF_INET, socket.AF_INET6])
+def test_deadline_policy_who_may_set(deadline_policy, family):
+    """1: an unprivileged process is refused with EPERM and counted, root
+    is not; 2: anyone; 0: nobody, root included.  Clearing is always
+    allowed, and a refused set leaves the socket as it was."""
+    s = d2tcp_socket(family)
+    sh(f"sysctl -qw {POLICY}=1")
+    before = refused_count()
+    assert set_deadline_as_nobody(s, 1, 1 << 48) == errno.EPERM
+    assert refused_count() == before + 1
+    assert get_deadline(s) == (0, 0, 0, 0)
+    assert set_deadline_as_nobody(s, 0, 0) == 0          # clearing
+    set_deadline(s, 10**6, 1000)                         # root may
+    assert get_deadline(s)[2] == F_SET
+    assert refused_count() == before + 1
+
+    sh(f"sysctl -qw {POLICY}=2")
+    assert set_deadline_as_nobody(s, 10**6, 2000) == 0
+    assert get_deadline(s)[1:3] == (2000, F_SET)
+    assert refused_count() == before + 1
+
+    sh(f"sysctl -qw {POLICY}=0")
+    with pytest.raises(OSError) as e:
+        set_deadline(s, 10**6, 3000)
+    assert e.value.errno == errno.EPERM
+    assert set_deadline_as_nobody(s, 10**6, 3000) == errno.EPERM
+    assert refused_count() == before + 3
+    assert get_deadline(s)[1] == 2000                    # unchanged
+    set_deadline(s, 0, 0)
+    assert get_deadline(s) == (0, 0, 0, 0)
+    s.close()
+
+
+def test_deadline_policy_is_per_namespace(deadline_policy):
+    """The policy belongs to the network namespace: a new one starts at
+    the default (1) whatever the host's says, and root may set deadlines
+    on its sockets while the host's policy is 0"""
+    d2tcp_socket().close()                  # the module is in
+    sh(f"sysctl -qw {POLICY}=0")
+    script = (
+        "import socket, struct; "
+        "s = socket.socket(); "
+        "s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b'd2tcp'); "
+        f"s.setsockopt(socket.IPPROTO_TCP, {TCP_DEADLINE}, struct.pack('{DEADLINE_FMT}', 10**6, 1000, 0, 0)); "
+        f"print(open('/proc/sys/{POLICY.replace('.', '/')}').read().strip())"
+    )
+    out = sh(f"unshare -n /usr/bin/python3 -c \"{script}\"")
+    assert out.strip() == "1"
+    assert sh(f"sysctl -n {POLICY}").strip() == "0"
 
 
 @pytest.mark.parametrize("cc", [b"cubic", b"dctcp"])

@@ -15,6 +15,7 @@ import shlex
 import statistics
 import struct
 import subprocess
+import sys
 import time
 
 import pytest
@@ -24,6 +25,7 @@ from dcnet.testbed.fabric import ns_exec
 from dcnet.testbed.netlab import DLTRAFFIC, json_lines, sh, tc, tc_binary, tc_fails
 from pktutil import inet_csum
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 TC = os.environ.get("DCNET_TC", "tc")
 SYSTEM_TC = "/usr/sbin/tc" if os.path.exists("/usr/sbin/tc") else "/sbin/tc"
 # The debug guest under TCG moves a few Mbit/s per flow, less while other
@@ -203,6 +205,44 @@ def test_bad_configuration_is_refused(lab_factory):
     assert "ecn" not in tc("class show dev h3", sw)
     rec, _ = flow(lab, nbytes=100_000, sample_ms=0)
     assert rec["bytes"] == 100_000
+
+
+def htb_nl(ns, *args):
+    """tests/guest/htb_nl.py in namespace ns: (exit code, stderr)"""
+    p = subprocess.run(ns_exec(ns) + [sys.executable, os.path.join(HERE, "htb_nl.py")] + list(args),
+                       capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stderr.strip()
+
+
+def test_misplaced_and_malformed_attributes_are_refused(lab_factory):
+    """The qdisc options on a class, the class options on a qdisc, an ECN
+    attribute of the wrong length and a dump-only counter are refused with
+    a message naming the attribute, not silently ignored (tc never sends
+    them: tests/guest/htb_nl.py does)"""
+    need_patched_tc()
+    lab = lab3(lab_factory, "hm")
+    sw = lab.sw
+    for opt in ("ecn_thresh", "ecn_mode", "ecn_flow_evictions"):
+        rc, err = htb_nl(sw, "qdisc", "h3", "1:", opt, "1")
+        assert rc == 2, (opt, err)
+        assert f"(attribute {opt})" in err, err
+        if opt != "ecn_flow_evictions":
+            assert "ecn_thresh and ecn_mode are class options" in err, err
+    assert "htb" not in tc("qdisc show dev h3", sw)
+    limiter(lab, ecn="ecn_thresh 15kb")
+    for opt, val in (("ecn_flows", "64"), ("ecn_flow_ttl", "1000")):
+        for how, cls in (("class", "1:11"), ("class-change", "1:10")):
+            rc, err = htb_nl(sw, how, "h3", "1:", cls, opt, val, "ecn_mode", "0")
+            assert rc == 2, (how, opt, err)
+            assert f"ecn_flows and ecn_flow_ttl are qdisc options. (attribute {opt})" in err, err
+    rc, err = htb_nl(sw, "class", "h3", "1:", "1:11", "ecn_thresh64", "15000")
+    assert rc == 2 and "invalid attribute length" in err, err
+    out = tc("class show dev h3", sw)
+    assert "1:11" not in out, out
+    assert "ecn_thresh 15Kb ecn_mode ce" in out, out
+    # and tc says so for what it sends in the wrong place
+    err = tc_fails("class add dev h3 parent 1: classid 1:11 htb rate 1mbit ecn_flows 64", sw)
+    assert "ecn_flows" in err, err
 
 
 # ------------------------------------------------------------------ ce mode
@@ -423,7 +463,6 @@ def test_rwnd_lowers_windows_never_raises_them_checksums_valid(lab_factory, v6):
 
 # ------------------------------------------------- issue 21: robustness cases
 
-import sys
 
 TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "htb_tools.py")
 MSS = 1448
