@@ -11,10 +11,12 @@
  *    destination swapped, the DSCP set to the FastLane codepoint and the
  *    IP length of the original packet kept;
  *  - the notification leaves through the port the packet came in on
- *    when the port is a bridge port (the Ethernet addresses swapped), or
- *    is routed to its new destination when the port forwards at layer 3
- *    (a Linux router has rewritten the Ethernet header by the time the
- *    packet reaches its egress queue);
+ *    when the packet was bridged to this port (both ports of one
+ *    bridge; the Ethernet addresses swapped), and is routed to its new
+ *    destination otherwise: when the port forwards at layer 3 (a Linux
+ *    router has rewritten the Ethernet header by the time the packet
+ *    reaches its egress queue), when the packet was routed into the
+ *    bridge this port belongs to, and when it was sent by this host;
  *  - packets with the codepoint, made here or elsewhere, wait in a
  *    queue of their own, served at strict priority over data within a
  *    token bucket of 1% of the port's rate, and beyond it only when no
@@ -41,6 +43,7 @@
 #include <net/ip.h>
 #include <net/ip6_checksum.h>
 #include <net/ip6_route.h>
+#include <net/l3mdev.h>
 #include <net/netlink.h>
 #include <net/pkt_sched.h>
 #include <net/route.h>
@@ -69,7 +72,9 @@ struct fastlane_sched_data {
 
 struct fastlane_cb {
 	int	iif;		/* the port the dropped packet came in on */
-	bool	l2;		/* leave through it, not through a route */
+	int	l3mdev;		/* the VRF of the port that dropped it */
+	u32	mark;		/* the mark of the route lookup */
+	bool	l2;		/* leave through iif, not through a route */
 };
 
 static struct fastlane_cb *fastlane_cb(struct sk_buff *skb)
@@ -309,6 +314,8 @@ static struct dst_entry *fastlane_route(struct net *net, struct sk_buff *nskb)
 	if (nskb->protocol == htons(ETH_P_IP)) {
 		struct flowi4 fl4 = {
 			.daddr = ip_hdr(nskb)->daddr,
+			.flowi4_oif = fastlane_cb(nskb)->l3mdev,
+			.flowi4_mark = fastlane_cb(nskb)->mark,
 			.flowi4_proto = IPPROTO_TCP,
 		};
 		struct rtable *rt = ip_route_output_key(net, &fl4);
@@ -319,6 +326,8 @@ static struct dst_entry *fastlane_route(struct net *net, struct sk_buff *nskb)
 	if (nskb->protocol == htons(ETH_P_IPV6)) {
 		struct flowi6 fl6 = {
 			.daddr = ipv6_hdr(nskb)->daddr,
+			.flowi6_oif = fastlane_cb(nskb)->l3mdev,
+			.flowi6_mark = fastlane_cb(nskb)->mark,
 			.flowi6_proto = IPPROTO_TCP,
 		};
 		struct dst_entry *dst = ip6_route_output(net, NULL, &fl6);
@@ -351,8 +360,8 @@ static void fastlane_send(struct net *net, struct sk_buff *nskb)
 		dev_queue_xmit(nskb);
 		return;
 	}
-	memset(nskb->cb, 0, sizeof(nskb->cb));
 	dst = fastlane_route(net, nskb);
+	memset(nskb->cb, 0, sizeof(nskb->cb));
 	if (!dst) {
 		kfree_skb(nskb);
 		return;
@@ -384,12 +393,34 @@ static void fastlane_work(struct work_struct *work)
 	rcu_read_unlock();
 }
 
+/* Was @skb, leaving through bridge port @dev, bridged to it: did it come
+ * in on a port of the same bridge?  A packet routed into the bridge came
+ * in on another device (its Ethernet header is the router's), and one
+ * this host sent came in on none: their notifications are routed.
+ * Called under rcu_read_lock_bh(), as the qdisc's enqueue is.
+ */
+static bool fastlane_bridged(const struct net_device *dev,
+			     const struct sk_buff *skb)
+{
+	struct net_device *in, *br;
+
+	if (!netif_is_bridge_port(dev) || dev->type != ARPHRD_ETHER ||
+	    !skb->skb_iif)
+		return false;
+	in = dev_get_by_index_rcu(dev_net(dev), skb->skb_iif);
+	if (!in || !netif_is_bridge_port(in))
+		return false;
+	br = netdev_master_upper_dev_get_rcu((struct net_device *)dev);
+	return br && br == netdev_master_upper_dev_get_rcu(in);
+}
+
 /* @skb is dropped: make it a notification if it is TCP (not one itself) */
 static void fastlane_notify(struct Qdisc *sch, struct sk_buff *skb)
 {
 	struct fastlane_sched_data *q = qdisc_priv(sch);
 	struct net_device *dev = qdisc_dev(sch);
-	bool l2 = netif_is_bridge_port(dev) && dev->type == ARPHRD_ETHER;
+	bool l2 = fastlane_bridged(dev, skb);
+	struct fastlane_cb *cb;
 	struct sk_buff *nskb;
 	bool admitted;
 
@@ -398,8 +429,16 @@ static void fastlane_notify(struct Qdisc *sch, struct sk_buff *skb)
 		q->stats.nf_not_tcp++;
 		return;
 	}
-	fastlane_cb(nskb)->iif = skb->skb_iif;
-	fastlane_cb(nskb)->l2 = l2;
+	cb = fastlane_cb(nskb);
+	cb->iif = skb->skb_iif;
+	cb->l2 = l2;
+	/* routed as an ICMP error about @skb would be (icmp_route_lookup()) */
+	cb->l3mdev = l3mdev_master_ifindex_rcu(dev);
+	cb->mark = IP4_REPLY_MARK(dev_net(dev), skb->mark);
+#if IS_ENABLED(CONFIG_IPV6)
+	if (skb_protocol(skb, true) == htons(ETH_P_IPV6))
+		cb->mark = IP6_REPLY_MARK(dev_net(dev), skb->mark);
+#endif
 	/* the hand-off to the work is bounded by the port's buffer only:
 	 * its drops are counted apart from the buffer cap's (nf_limit)
 	 */

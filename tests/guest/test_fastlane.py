@@ -95,12 +95,19 @@ def parse(pkt):
 
 class Port:
     """h1 -- sw -- h2; the port sw:h2 (device "h2" in sw) is the FastLane
-    port under test, shaped by HTB so that it queues and drops."""
+    port under test, shaped by HTB so that it queues and drops.  bridged:
+    h1 and h2 are ports of one bridge; "into": sw routes from h1 into a
+    bridge br0 whose port h2 is (a host's uplink routed to the bridge of
+    its containers)."""
 
     def __init__(self, lab, bridged=False, rate=SLOW, fl=f"limit 6000 rate {SLOW}"):
         self.lab = lab
         self.sw = self.lab.sw
-        if bridged:
+        if bridged == "into":
+            sh("ip addr flush dev h2; ip link add br0 type bridge; ip link set h2 master br0;"
+               " ip link set br0 up; ip addr add 10.0.2.254/24 dev br0;"
+               " ip addr add fd00:2::fe/64 dev br0 nodad", ns=self.sw)
+        if bridged is True:
             # the two ports in one bridge: h1 and h2 on one subnet
             sh("ip addr flush dev h1; ip addr flush dev h2; ip link add br0 type bridge;"
                " ip link set h1 master br0; ip link set h2 master br0; ip link set br0 up", ns=self.sw)
@@ -118,7 +125,7 @@ class Port:
         # the router must know h1 and h2 before the burst
         for v6 in (False, True):
             sh(f"ping -c1 -W5 {'-6 ' if v6 else ''}{self.addrs[v6][1]} >/dev/null", ns=self.lab.ns("h1"))
-        if not bridged:
+        if bridged is not True:
             # ... and keep knowing them: the port under test is slow and
             # often full, so the router's ARP / ND probes towards h2 wait
             # behind 64 KB at 100 kbit/s (5 s) and its entry fails.  A
@@ -128,8 +135,9 @@ class Port:
             # reached it when test_pending_hand_off_holds_a_burst failed.
             for h in ("h1", "h2"):
                 hm = ":".join(f"{x:02x}" for x in mac(self.lab.ns(h), "eth0"))
-                sh(f"ip neigh replace {self.lab.ip(h)} lladdr {hm} dev {h} nud permanent;"
-                   f" ip -6 neigh replace {self.lab.ip(h, True)} lladdr {hm} dev {h} nud permanent",
+                dev = "br0" if bridged and h == "h2" else h
+                sh(f"ip neigh replace {self.lab.ip(h)} lladdr {hm} dev {dev} nud permanent;"
+                   f" ip -6 neigh replace {self.lab.ip(h, True)} lladdr {hm} dev {dev} nud permanent",
                    ns=self.sw)
         self.reset(rate, fl)
 
@@ -255,10 +263,17 @@ def test_configuration_round_trip_and_errors(routed):
                               capture_output=True).returncode != 0, bad
 
 
-@pytest.mark.parametrize("v6,bridged", [(False, False), (True, False), (False, True)],
-                         ids=["ipv4-routed", "ipv6-routed", "ipv4-bridged"])
+@pytest.mark.parametrize("v6,bridged", [(False, False), (True, False), (False, True),
+                                        (False, "into"), (True, "into")],
+                         ids=["ipv4-routed", "ipv6-routed", "ipv4-bridged",
+                              "ipv4-routed-into-bridge", "ipv6-routed-into-bridge"])
 def test_each_drop_yields_one_notification(routed, lab_factory, v6, bridged):
-    port = Port(lab_factory(["h1", "h2"], prefix="fb"), bridged=True) if bridged else routed.reset()
+    """A notification per drop, back to the sender: out of the port the
+    packet came in on when it was bridged to the FastLane port, and routed
+    when it was routed there, a bridge port or not (a packet routed into
+    a bridge used to be sent back out of the router's uplink, addressed
+    to the bridge's own MAC, and was lost)."""
+    port = Port(lab_factory(["h1", "h2"], prefix="fb"), bridged=bridged) if bridged else routed.reset()
     seqs = [1000 + i * PAYLOAD for i in range(40)]
     cap = port.notified()
     # all at once: written one by one, the frames took longer than the
@@ -289,9 +304,12 @@ def test_each_drop_yields_one_notification(routed, lab_factory, v6, bridged):
         assert n["opts"] == TCP_OPTS
         assert n["hdr_ok"], "IPv4 header checksum"
         assert n["ecn"] == 0
-        if bridged:
+        if bridged is True:
             # back out of the port it came in on, Ethernet addresses swapped
             assert (n["dmac"], n["smac"]) == (port.h1_mac, port.next_hop_mac)
+        elif bridged:
+            # routed to h1: from the router's port towards it
+            assert (n["dmac"], n["smac"]) == (port.h1_mac, mac(port.sw, "h1"))
     assert st["nf_cap_drops"] == 0
 
 
