@@ -531,9 +531,9 @@ static bool tcp_fastlane_req_ts_ok(struct net *net,
 /* A notification for the SYN-ACK of a Fast Open child (a full socket in
  * SYN_RECV, or FIN_WAIT1 if closed that early, that keeps its request
  * until the client acknowledges the SYN-ACK): resent at once by the
- * request, as tcp_fastopen_synack_timer() would at its timeout, while
- * the request has been resent at most twice (num_retrans <= 2), as for
- * a listener's request (tcp_fastlane_req())
+ * request, as tcp_fastopen_synack_timer() would at its timeout, until
+ * the request has been resent twice (num_retrans 2, its timer's resends
+ * included), as for a listener's request (tcp_fastlane_req())
  */
 static void tcp_fastlane_fastopen_synack(struct sock *sk,
 					 struct request_sock *req,
@@ -544,7 +544,7 @@ static void tcp_fastlane_fastopen_synack(struct sock *sk,
 	if (!tcp_fastlane_req_ts_ok(net, req, nf))
 		return;
 	if (!nf->ack || nf->seq != tcp_rsk(req)->snt_isn ||
-	    req->num_retrans > 2) {
+	    req->num_retrans >= 2) {
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
 		return;
 	}
@@ -690,14 +690,16 @@ void tcp_fastlane_backlog_rcv(struct sock *sk, struct sk_buff *skb)
 }
 EXPORT_SYMBOL_GPL(tcp_fastlane_backlog_rcv);
 
-/* A notification for a request socket: resend the SYN-ACK */
+/* A notification for a request socket: resend the SYN-ACK, at most
+ * twice in all (num_retrans counts the timer's resends too)
+ */
 static void tcp_fastlane_req(struct net *net, struct request_sock *req,
 			     const struct tcp_fastlane_info *nf)
 {
 	if (!tcp_fastlane_req_ts_ok(net, req, nf))
 		return;
 	if (!nf->syn || !nf->ack || nf->seq != tcp_rsk(req)->snt_isn ||
-	    req->num_retrans > 2) {
+	    req->num_retrans >= 2) {
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
 		return;
 	}

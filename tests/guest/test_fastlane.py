@@ -1249,6 +1249,44 @@ def test_synack_is_resent_at_once(blocked, v6):
         sh("sysctl -qw net.ipv4.tcp_fastlane=0", ns=h2)
 
 
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_synack_is_resent_at_most_twice(blocked, v6):
+    """notifications resend a request's SYN-ACK while it has been resent
+    at most once (num_retrans < 2): two resends in all, as for a Fast
+    Open child; four genuine notifications of one SYN-ACK in a row give
+    two resends and two refusals (Stale).  Before, a third one went."""
+    b = blocked
+    b.release()
+    b.v6 = v6
+    b.port += 1
+    port = b.port
+    h2 = b.lab.ns("h2")
+    dst = b.lab.ip("h2", v6)
+    fam = socket.AF_INET6 if v6 else socket.AF_INET
+    sh("sysctl -qw net.ipv4.tcp_fastlane=1", ns=h2)
+    tc("qdisc del dev h2 root", b.lab.sw, check=False)
+    tc("qdisc add dev h1 root netem loss 100%", b.lab.sw)
+    ls, c = listener_and_client(b, fam, dst, port)
+    try:
+        n0 = nstat(h2)
+        t, got = sniff(b.lab.sw, "h2", 2.0)
+        c.connect_ex((dst, port))
+        first_ = wait_for(got, lambda p: p["sport"] == port and p["flags"] & 0x12 == 0x12, 0.9)
+        assert first_, "no SYN-ACK seen"
+        # at once, well before the request's 1 s timer resends it too
+        b.notify(first_[2], to="h2", count=4)
+        t.join()
+        d = delta(n0, wait_nstat(h2, n0, VERDICT_KEYS, 4, "h2 judged the 4 notifications"), FL_KEYS)
+        print(f"SYN-ACK notified 4 times ({'ipv6' if v6 else 'ipv4'}): {d}")
+        assert d["TcpExtTCPFastLaneNotify"] == 2 and d["TcpExtTCPFastLaneCtlResend"] == 2, d
+        assert d["TcpExtTCPFastLaneStale"] == 2, d
+    finally:
+        c.close()
+        ls.close()
+        tc("qdisc del dev h1 root", b.lab.sw, check=False)
+        sh("sysctl -qw net.ipv4.tcp_fastlane=0", ns=h2)
+
+
 # ------------------------------------------------- defects fixed (issue 20)
 
 SPLAT = ("BUG:", "WARNING: CPU:", "Oops:", "------------[ cut here ]------------",
