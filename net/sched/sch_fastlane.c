@@ -372,15 +372,22 @@ static void fastlane_send(struct net *net, struct sk_buff *nskb)
 	dst_output(net, NULL, nskb);
 }
 
+/* Notifications sent per run of the work item: the hand-off can hold a
+ * port's whole buffer of them (tens of thousands for a few MB), and one
+ * BH section should not send them all; the rest go in the next run.
+ */
+#define FASTLANE_WORK_BUDGET	64
+
 static void fastlane_work(struct work_struct *work)
 {
 	struct fastlane_sched_data *q = container_of(work, struct fastlane_sched_data,
 						     work);
 	struct net *net = dev_net(qdisc_dev(q->sch));
 	struct sk_buff *nskb;
+	int n;
 
 	rcu_read_lock();
-	for (;;) {
+	for (n = 0; n < FASTLANE_WORK_BUDGET; n++) {
 		spin_lock_bh(&q->pending.lock);
 		nskb = __skb_dequeue(&q->pending);
 		if (nskb)
@@ -391,6 +398,8 @@ static void fastlane_work(struct work_struct *work)
 		fastlane_send(net, nskb);
 	}
 	rcu_read_unlock();
+	if (n == FASTLANE_WORK_BUDGET && skb_queue_len_lockless(&q->pending))
+		queue_work(system_bh_wq, &q->work);
 }
 
 /* Was @skb, leaving through bridge port @dev, bridged to it: did it come
@@ -716,7 +725,7 @@ static int fastlane_dump_stats(struct Qdisc *sch, struct gnet_dump *d)
 	struct tc_fastlane_xstats st = q->stats;
 
 	st.nf_backlog = q->nf_backlog;
-	st.nf_pending = skb_queue_len(&q->pending);
+	st.nf_pending = skb_queue_len_lockless(&q->pending);
 	return gnet_stats_copy_app(d, &st, sizeof(st));
 }
 
