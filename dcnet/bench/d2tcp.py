@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 
+from dcnet import config
 from dcnet import ROOT
 from dcnet import hostrun
 from dcnet.bench.calibrate import calibrate
@@ -326,7 +327,7 @@ def guest_fig7(queries, fanins=None, cc_sample_ms=0, q_sample_ms=0, rig="time"):
 
 def guest_main(a):
     global RATE_MBIT
-    out = os.environ["DCNET_OUT"]
+    out = config.get("DCNET_OUT")
     subprocess.run("sysctl -qw net.ipv4.tcp_ecn=1", shell=True)
     from dcnet.warm import install_for_guest
     install_for_guest()     # nothing a cell executes is read over 9p inside it
@@ -745,8 +746,8 @@ def host_main(a):
     hostrun.run(a, cmd, analyse, render, "bench-d2tcp")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, prog=None):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     ap.add_argument("--guest", action="store_true", help=argparse.SUPPRESS)
     hostrun.add_args(ap, os.path.join(ROOT, "results", "bench-d2tcp"))
     ap.add_argument("--only", choices=["fig6", "fig7"])
@@ -767,7 +768,7 @@ def main():
     ap.add_argument("--q-sample-ms", type=int, default=None,
                     help="fig7: sample the bottleneck's queue and CE marks this often "
                     "(0: off; default: the time scale / 10 ms, at least 2)")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     if a.queries is None:
         a.queries = 30 if a.fig7_rig == "time" else 60
     (guest_main if a.guest else host_main)(a)

@@ -35,6 +35,7 @@ import subprocess
 import threading
 import time
 
+from dcnet import config
 from dcnet import ROOT
 from dcnet import hostrun
 from dcnet.stats import cpu_busy, cpu_sample
@@ -86,7 +87,7 @@ PAPER_RUN_S = 20
 
 
 def tc():
-    return os.environ.get("DCNET_TC", "tc")
+    return config.get("DCNET_TC")
 
 
 # ---------------------------------------------------------------- guest side
@@ -383,7 +384,7 @@ def guest_main(a):
     global FLOWS_RUN, K_BYTES
     FLOWS_RUN = [int(x) for x in a.flows.split(",")]
     K_BYTES = a.k_bytes
-    out = os.environ["DCNET_OUT"]
+    out = config.get("DCNET_OUT")
     subprocess.run("modprobe tcp_dctcp", shell=True, check=True)
     from dcnet.warm import install_for_guest
     install_for_guest()     # nothing a cell executes is read over 9p inside it
@@ -696,8 +697,8 @@ def host_main(a):
     hostrun.run(a, cmd, analyse, render, "bench-htb")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, prog=None):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     ap.add_argument("--guest", action="store_true", help=argparse.SUPPRESS)
     hostrun.add_args(ap, os.path.join(ROOT, "results", "bench-htb"))
     ap.add_argument("--rate-mbit", type=int, default=0,
@@ -709,7 +710,7 @@ def main():
                          "the paper's Fig. 4 uses 20-100 KB at 1 Gbit/s)")
     ap.add_argument("--flows", default=",".join(map(str, FLOWS)),
                     help="iperf3 flow counts of Table 1 (default 1,2,8,16)")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     (guest_main if a.guest else host_main)(a)
 
 

@@ -283,9 +283,9 @@ def validate_experiment(src, name=None):
     return exp
 
 
-def main(argv=None):
+def main(argv=None, prog=None):
     import argparse
-    ap = argparse.ArgumentParser(description="check testbed experiment files (testbed/experiment.schema.json)")
+    ap = argparse.ArgumentParser(prog=prog, description="check testbed experiment files (testbed/experiment.schema.json)")
     ap.add_argument("files", nargs="+")
     a = ap.parse_args(argv)
     bad = 0

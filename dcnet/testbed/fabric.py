@@ -52,10 +52,11 @@ setns(2) from this process, not one process per command: in the debug
 guest each process start costs 1-5 s.
 """
 import json
-import os
 import subprocess
 import time
 from dataclasses import asdict, dataclass, field
+
+from dcnet import config
 
 # the namespace primitives (dcnet.testbed.ns), also importable from here
 from dcnet.testbed.ns import (  # noqa: F401
@@ -670,7 +671,7 @@ class Fabric:
         """every switch egress queue's qdisc counters"""
         res = []
         for sw in self.switches:
-            out = json.loads(run([os.environ.get("DCNET_TC", "tc"), "-n", self.ns(sw), "-s", "-j", "qdisc",
+            out = json.loads(run([config.get("DCNET_TC"), "-n", self.ns(sw), "-s", "-j", "qdisc",
                                   "show"]))
             for q in out:
                 if q.get("parent") != "1:1":
