@@ -5,8 +5,9 @@ what is left.
 Two sources, one format:
 
 - a measurement's guest (testbed, benches) prints one line per finished
-  cell, `DCNET-PROGRESS {"cell": ..., "done": n, "total": N, "guest_s": s}`
-  (cell_line()).  The guest's output reaches the host as it runs (a
+  cell, `DCNET-PROGRESS {"cell": ..., "done": n, "total": N,
+  "cell_guest_s": s, "guest_s": s}` (start(), cell_done()).  The
+  guest's output reaches the host as it runs (a
   sealed guest's console, read by dcnet/host/vmrun.py's Follow; a 9p
   guest's log), and the host turns each such line into a progress line
   with the wall time it measures itself (Tracker.cell());
@@ -21,19 +22,50 @@ duration (tests/guest/durations.json).  Before anything is done there is
 no estimate.
 """
 import json
+import time
 
 MARK = "DCNET-PROGRESS "
 
 
-def cell_line(cell, done, total, guest_s):
-    """the line a guest prints when a cell is done"""
-    return MARK + json.dumps({"cell": cell, "done": done, "total": total,
-                              "guest_s": round(guest_s, 1)}, sort_keys=True)
+def cell_line(cell, done, total, cell_guest_s, guest_s=None):
+    """the line a guest prints when a cell is done: its name, how many of
+    how many are done, the cell's guest seconds and the guest seconds
+    since the run's first cell started"""
+    rec = {"cell": cell, "done": done, "total": total, "cell_guest_s": round(cell_guest_s, 1)}
+    if guest_s is not None:
+        rec["guest_s"] = round(guest_s, 1)
+    return MARK + json.dumps(rec, sort_keys=True)
 
 
-def emit(cell, done, total, guest_s):
-    """print cell_line() (in the guest, flushed: it is the host's progress)"""
-    print(cell_line(cell, done, total, guest_s), flush=True)
+class Cells:
+    """the guest's side: start(total) before the first cell, then done(name)
+    after each (times in the guest's clock: virtual time in a sealed guest)"""
+
+    def __init__(self, total, clock=time.time, out=None):
+        self.total, self.n, self.clock, self.out = total, 0, clock, out
+        self.t0 = self.last = clock()
+
+    def done(self, name):
+        now = self.clock()
+        self.n += 1
+        line = cell_line(name, self.n, self.total, now - self.last, now - self.t0)
+        self.last = now
+        print(line, flush=True, file=self.out)
+        return line
+
+
+_CELLS = []
+
+
+def start(total):
+    """a guest program's cells begin: total of them"""
+    _CELLS[:] = [Cells(total)]
+    return _CELLS[0]
+
+
+def cell_done(name):
+    """a cell of the program that called start() is done (nothing otherwise)"""
+    return _CELLS[0].done(name) if _CELLS else None
 
 
 def parse(line):
@@ -78,14 +110,12 @@ class Tracker:
     def __init__(self, name=""):
         self.name = name
         self.last_wall = 0.0
-        self.last_guest = 0.0
 
     def cell(self, rec, wall_s):
         done, total = int(rec["done"]), int(rec["total"])
-        guest = rec.get("guest_s")
+        cell_guest = rec.get("cell_guest_s")
         cell_wall = wall_s - self.last_wall
-        cell_guest = None if guest is None else guest - self.last_guest
-        self.last_wall, self.last_guest = wall_s, guest if guest is not None else self.last_guest
+        self.last_wall = wall_s
         left = estimate_left(wall_s, done, total - done)
         return (f"progress{' ' + self.name if self.name else ''}: {rec['cell']} done, {done}/{total} cells; "
                 f"this cell {duration(cell_guest) if cell_guest is not None else '?'} guest, "

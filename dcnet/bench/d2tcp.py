@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 
-from dcnet import config
+from dcnet import config, progress
 from dcnet import ROOT
 from dcnet import hostrun
 from dcnet.bench.calibrate import calibrate
@@ -170,6 +170,7 @@ def guest_fig6(reps, rig="time"):
                     f"{f['id']} {f['fct_us'] / 1000:.0f} ms {'met' if f['met'] else 'MISSED'}"
                     for f in sorted(flows, key=lambda f: f["id"])) + f"; virtual CPU {busy_pct(busy)} busy",
                     flush=True)
+                progress.cell_done(f"fig6 {cc} rep {rep}")
             finally:
                 lab.close()
     return dict(P, sizes=sizes, deadlines_ms=FIG6_DEADLINES_MS, runs=runs)
@@ -320,6 +321,7 @@ def guest_fig7(queries, fanins=None, cc_sample_ms=0, q_sample_ms=0, rig="time"):
                 runs.append(run)
                 print(f"fig7 fan-in {fanin} {cc}: {missed}/{len(flows)} responses missed; "
                       f"virtual CPU {busy_pct(busy)} busy", flush=True)
+                progress.cell_done(f"fig7 fan-in {fanin} {cc}")
             finally:
                 lab.close()
     return dict(P, runs=runs)
@@ -336,6 +338,9 @@ def guest_main(a):
     RATE_MBIT = a.rate_mbit or max(1, int(sustained * RATE_FRACTION))
     print(f"calibration: one unshaped flow {sustained:.1f} Mbit/s; bottleneck {RATE_MBIT} Mbit/s",
           flush=True)
+    # the cells, for the host's progress lines (dcnet/progress.py)
+    progress.start((a.reps * len(SCHEMES) if a.only in (None, "fig6") else 0)
+                   + (len(a.fanins or FIG7_FANINS) * len(SCHEMES) if a.only in (None, "fig7") else 0))
     raw = dict(kernel=os.uname().release, rate_mbit=RATE_MBIT, sustained_mbit=sustained, k_bytes=K_BYTES, queue_bytes=QUEUE_BYTES,
                fig6_scale=fig6_scale(),
                calibration_cpu_busy=cal_busy)

@@ -33,7 +33,7 @@ import os
 import subprocess
 import time
 
-from dcnet import config
+from dcnet import config, progress
 from dcnet import ROOT
 from dcnet import hostrun
 from dcnet.stats import busy_pct, cpu_busy, cpu_note, cpu_sample, percentile, sample_at
@@ -257,6 +257,11 @@ def guest_main(a):
     print(f"calibration: one unshaped flow {sustained:.1f} Mbit/s; aggregator port {rate} Mbit/s", flush=True)
     raw = dict(kernel=os.uname().release, rate_mbit=rate, sustained_mbit=sustained, buffer=BUFFER,
                k_bytes=K_BYTES, duration_s=a.duration, calibration_cpu_busy=cal_busy, pa=[], incast=[])
+    # the cells, for the host's progress lines (dcnet/progress.py)
+    schemes = a.schemes or SCHEMES
+    progress.start((len(schemes) * len([x for x in LOADS if a.loads is None or x in a.loads])
+                    if a.only in (None, "pa") else 0)
+                   + (len(schemes) * len(a.incast_n or INCAST_N) if a.only in (None, "incast") else 0))
     if a.only in (None, "pa"):
         workers = [f"w{i}" for i in range(WORKERS)]
         longs = [f"b{i}" for i in range(LONG_SENDERS)]
@@ -285,6 +290,7 @@ def guest_main(a):
                     print(f"pa {scheme:14s} load {load:.1f}: {len(short)} short, p99.9 {p999:.1f} ms, "
                           f"{sum(f['kind'] == 'long' for f in flows)} long; virtual CPU {busy_pct(busy)} busy",
                           flush=True)
+                    progress.cell_done(f"pa {scheme} load {load:.1f}")
                 kill_servers(lab)
         finally:
             lab.close()
@@ -311,6 +317,7 @@ def guest_main(a):
                     q = sorted(r["queries"])
                     print(f"incast {scheme:14s} N={n:2d}: query p99 {q[int(len(q) * .99)] / 1000 if q else -1:.1f} ms; "
                           f"virtual CPU {busy_pct(r['cpu_busy'])} busy", flush=True)
+                    progress.cell_done(f"incast {scheme} N={n}")
                 kill_servers(lab)
         finally:
             lab.close()

@@ -35,7 +35,7 @@ import subprocess
 import threading
 import time
 
-from dcnet import config
+from dcnet import config, progress
 from dcnet import ROOT
 from dcnet import hostrun
 from dcnet.stats import cpu_busy, cpu_sample
@@ -334,6 +334,7 @@ def guest_table1(rate_kbit, duration):
                                   wire=wire, counters=class_counters(lab), cpu_busy=busy))
                 print(f"table1 {scheme:9s} {flows:2d} flows: rtt {rtt}; virtual CPU {busy_pct(busy)} busy",
                       flush=True)
+                progress.cell_done(f"table1 {scheme} {flows} flows")
             finally:
                 lab.close()
     return dict(unloaded=unloaded, cells=cells)
@@ -357,6 +358,7 @@ def guest_table2(total_kbit, duration):
                                       cpu_busy=busy))
                     print(f"table2 {scheme:9s} x={x} {flows:2d} flows: rtt {rtt}; virtual CPU {busy_pct(busy)} busy",
                           flush=True)
+                    progress.cell_done(f"table2 {scheme} x={x} {flows} flows")
                 finally:
                     lab.close()
     return dict(cells=cells)
@@ -395,6 +397,9 @@ def guest_main(a):
     print(f"calibration: one unshaped flow {sustained:.1f} Mbit/s; limiter {rate_mbit} Mbit/s", flush=True)
     raw = dict(kernel=os.uname().release, rate_mbit=rate_mbit, sustained_mbit=sustained,
                k_bytes=K_BYTES, duration_s=a.duration, calibration_cpu_busy=cal_busy)
+    # the cells, for the host's progress lines (dcnet/progress.py)
+    progress.start(len(SCHEMES) * len(FLOWS_RUN)
+                   + (0 if a.no_table2 else len(T2_MIN_FRACTIONS) * len(SCHEMES) * len(T2_FLOWS)))
     raw["table1"] = guest_table1(rate_mbit * 1000, a.duration)
     if not a.no_table2:
         raw["table2"] = guest_table2(rate_mbit * 1000, a.duration)

@@ -70,7 +70,7 @@ import subprocess
 import sys
 import time
 
-from dcnet import config
+from dcnet import config, progress
 from dcnet import ROOT
 
 # Real signatures of kernel splats; the debug kernel's normal boot log
@@ -307,15 +307,21 @@ def progress_on():
 class Follow:
     """Print the lines a file gains (the sealed guest's console) to stderr
     with a prefix, from a thread, until stop(); the results archive that
-    ends the run (sealed.BEGIN) is not printed."""
+    ends the run (sealed.BEGIN) is not printed.  A guest's progress line
+    (dcnet/progress.py: a cell done) is printed as the cell, n/N done, its
+    guest and wall time and an estimate of the time left; with
+    only_progress (a 9p guest's log), nothing else is."""
 
-    def __init__(self, path, prefix="guest: ", interval=2.0):
+    def __init__(self, path, prefix="guest: ", interval=2.0, only_progress=False, name=""):
         import threading
         from dcnet.host import sealed
         from dcnet import partial       # importable once sealed is
         self.begin, self.pbegin, self.pend = sealed.BEGIN, partial.BEGIN, partial.END
         self.in_block = False
         self.path, self.prefix, self.interval = path, prefix, interval
+        self.only_progress = only_progress
+        self.tracker = progress.Tracker(name)
+        self.t0 = time.time()
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.pos, self.partial, self.ended = 0, b"", False
@@ -348,7 +354,11 @@ class Follow:
             elif self.in_block:
                 self.in_block = not text.startswith(self.pend)
                 continue
-            print(self.prefix + text, file=sys.stderr, flush=True)
+            rec = progress.parse(text)
+            if rec is not None:
+                print(self.tracker.cell(rec, time.time() - self.t0), file=sys.stderr, flush=True)
+            elif not self.only_progress:
+                print(self.prefix + text, file=sys.stderr, flush=True)
 
     def _run(self):
         while not self.done.wait(self.interval):
@@ -474,7 +484,11 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real", shift=No
     with open(os.path.join(out, "vm.json"), "w") as f:
         json.dump(meta, f, indent=1)
     t0 = time.time()
-    follow = Follow(console + ".serial").start() if sealed_root and progress_on() else None
+    # a run of several boots names each (run1, run2, ...) in its progress lines
+    name = os.path.basename(out) if re.fullmatch(r"run\d+", os.path.basename(out)) else ""
+    follow = (Follow(console + ".serial", name=name).start() if sealed_root and progress_on() else
+              Follow(os.path.join(out, "guest.log"), only_progress=True, name=name).start()
+              if clock == "real" and progress_on() else None)
     with open(console, "w") as con:
         # vng wants a terminal-ish stdin; give it /dev/null.  Its own
         # session, so that a timeout ends QEMU too, not only vng.

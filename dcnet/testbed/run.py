@@ -58,7 +58,7 @@ import tempfile
 import threading
 import time
 
-from dcnet import config
+from dcnet import config, progress
 from dcnet import ROOT, hostrun, partial
 from dcnet.stats import CPU_LIMIT, cpu_sample as cpu_busy
 
@@ -739,6 +739,8 @@ def guest_main(a):
                          sport_base=SPORT_BASE, sport_lane=SPORT_LANE,
                          hash_fields=exp.get("hash_fields", HASH_FIELDS),
                          experiment=exp), runs=[])
+    # the cells, for the host's progress lines (dcnet/progress.py)
+    progress.start(len(cells_of(exp, getattr(a, "cells", None))))
     for scheme in exp["schemes"]:
         topo = topology_for(exp, scheme)
         for wl in exp["workloads"]:
@@ -785,6 +787,7 @@ def guest_main(a):
             tp = [r["tput_bps"] for r in run["flows"] if r["tput_bps"] is not None]
             print(f"{scheme['name']:8s} {wl.get('label', wl['name']):10s} built in {fab.t_build:.1f} s, run {time.time() - t0:.0f} s:"
                   f" {len(tp)}/{len(flows)} flows, mean {sum(tp) / max(1, len(tp)) / 1e6:.2f} Mbit/s", flush=True)
+            progress.cell_done(cell_name(scheme, wl))
     with open(os.path.join((config.get("DCNET_OUT") or a.out), "raw.json"), "w") as f:
         json.dump(raw, f)
     try:
