@@ -52,7 +52,6 @@ from dcnet import config
 from dcnet.testbed.ns import ns_exec
 
 FLOWCELL_BYTES = 65536
-VSWITCH_MODES = ("presto", "l2ecmp")
 QUANTA = 4                      # weight resolution: quarters of the best tree
 VS = "vs"                       # the vSwitches' namespace (node name)
 PORT_VM, PORT_UP = 1, 2         # OpenFlow ports of bridge bN: vN, uN
