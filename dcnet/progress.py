@@ -110,12 +110,25 @@ class Tracker:
     def __init__(self, name=""):
         self.name = name
         self.last_wall = 0.0
+        self.done = self.total = None
+
+    def beat(self, wall_s):
+        """the line for a minute without a cell done: where the run is"""
+        who = f"progress{' ' + self.name if self.name else ''}: "
+        if self.total is None:
+            return who + f"setting up or in the first cell, {duration(wall_s)} wall so far"
+        left = estimate_left(self.last_wall, self.done, self.total - self.done)
+        return (who + f"cell {min(self.done + 1, self.total)}/{self.total} running for "
+                f"{duration(wall_s - self.last_wall)}; {duration(wall_s)} wall so far"
+                + (f", about {duration(max(0, left - (wall_s - self.last_wall)))} left" if left is not None
+                   and self.done < self.total else ""))
 
     def cell(self, rec, wall_s):
         done, total = int(rec["done"]), int(rec["total"])
         cell_guest = rec.get("cell_guest_s")
         cell_wall = wall_s - self.last_wall
         self.last_wall = wall_s
+        self.done, self.total = done, total
         left = estimate_left(wall_s, done, total - done)
         return (f"progress{' ' + self.name if self.name else ''}: {rec['cell']} done, {done}/{total} cells; "
                 f"this cell {duration(cell_guest) if cell_guest is not None else '?'} guest, "

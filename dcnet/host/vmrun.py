@@ -322,6 +322,8 @@ class Follow:
         self.only_progress = only_progress
         self.tracker = progress.Tracker(name)
         self.t0 = time.time()
+        # a line at least every `beat` seconds while the guest runs
+        self.beat, self.last_line = 60.0, self.t0
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.pos, self.partial, self.ended = 0, b"", False
@@ -357,12 +359,26 @@ class Follow:
             rec = progress.parse(text)
             if rec is not None:
                 print(self.tracker.cell(rec, time.time() - self.t0), file=sys.stderr, flush=True)
+                self.last_line = time.time()
             elif not self.only_progress:
                 print(self.prefix + text, file=sys.stderr, flush=True)
+
+    def heartbeat(self, now=None):
+        """a progress line when a minute passed without one (a sealed
+        guest; a 9p log once it has shown a cell)"""
+        now = time.time() if now is None else now
+        if now - self.last_line < self.beat or (self.only_progress and self.tracker.total is None):
+            return None
+        self.last_line = now
+        line = self.tracker.beat(now - self.t0)
+        print(line, file=sys.stderr, flush=True)
+        return line
 
     def _run(self):
         while not self.done.wait(self.interval):
             self.poll()
+            if not self.ended:
+                self.heartbeat()
 
     def stop(self):
         self.done.set()

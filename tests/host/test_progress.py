@@ -134,3 +134,23 @@ def test_the_console_follower_prints_progress_lines(tmp_path, capsys):
     f.poll()
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("progress: l2/stride done, 2/2 cells") and "all done" in err[0]
+
+
+def test_a_minute_without_a_cell_still_prints_where_the_run_is(tmp_path, capsys):
+    tr = progress.Tracker()
+    assert tr.beat(75) == "progress: setting up or in the first cell, 75 s wall so far"
+    tr.cell({"cell": "a", "done": 1, "total": 3, "cell_guest_s": 1.0}, 120)
+    # 120 s per cell: 240 s left at the cell's end, 60 s of them gone
+    assert tr.beat(180) == "progress: cell 2/3 running for 60 s; 3 min wall so far, about 3 min left"
+    con = tmp_path / "console"
+    con.write_text("")
+    f = vmrun.Follow(str(con))
+    t0 = f.t0
+    assert f.heartbeat(t0 + 30) is None
+    assert f.heartbeat(t0 + 61).startswith("progress: setting up")
+    assert f.heartbeat(t0 + 90) is None            # one a minute
+    assert f.heartbeat(t0 + 122) is not None
+    # a 9p log (make check's VMs): no heartbeat before the first cell
+    g = vmrun.Follow(str(con), only_progress=True)
+    assert g.heartbeat(g.t0 + 300) is None
+    capsys.readouterr()
