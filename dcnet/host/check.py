@@ -147,6 +147,14 @@ def main(argv=None, prog=None):
         files = [os.path.relpath(os.path.abspath(f), ROOT) for f in a.files] if a.files else None
         ok, n = guest_phase(out, py, vms, files, a.kernel)
         sargs += ["--guest", "--vm-ok", "1" if ok else "0", "--vms", str(n)]
+        kunit = config.get("DCNET_KUNIT")
+        if kunit is not None:
+            # the KUnit modules VM 0 was asked to load (DCNET_KUNIT), not
+            # tests/guest/kunit-modules: each of them must report
+            path = os.path.join(out, "kunit-modules")
+            with open(path, "w") as f:
+                f.write("".join(m + "\n" for m in kunit))
+            sargs += ["--kunit-modules", path]
     sys.stdout.flush()
     rc = check_summary.main([out] + sargs)
     print(f"check: {time.time() - t0:.0f} s, results in {out}", file=sys.stderr)

@@ -131,3 +131,30 @@ def test_testbed_reanalyse_gives_the_committed_results(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     with open(os.path.join(src, "results.json"), "rb") as a, open(tmp_path / "re" / "results.json", "rb") as b:
         assert a.read() == b.read()
+
+
+def test_check_counts_the_kunit_modules_it_asked_for(tmp_path, monkeypatch):
+    """DCNET_KUNIT="" (none) or a list: the summary expects those, not
+    every module of tests/guest/kunit-modules"""
+    from dcnet.host import check
+    seen = {}
+    monkeypatch.setattr(check, "host_phase", lambda out, py: 0)
+    monkeypatch.setattr(check, "guest_phase", lambda out, py, vms, files, kernel: (True, 1))
+
+    def summary(argv):
+        seen["argv"] = argv
+        i = argv.index("--kunit-modules") if "--kunit-modules" in argv else None
+        seen["modules"] = None if i is None else open(argv[i + 1]).read().split()
+        return 0
+    monkeypatch.setattr(check.check_summary, "main", summary)
+    monkeypatch.setenv("DCNET_KUNIT", "")
+    assert check.main(["--out", str(tmp_path / "c")]) == 0
+    assert seen["modules"] == []
+    monkeypatch.setenv("DCNET_KUNIT", "tcp_d2tcp_kunit presto_gro_kunit")
+    check.main(["--out", str(tmp_path / "c")])
+    assert seen["modules"] == ["tcp_d2tcp_kunit", "presto_gro_kunit"]
+    monkeypatch.delenv("DCNET_KUNIT")
+    check.main(["--out", str(tmp_path / "c")])
+    assert seen["modules"] is None
+    check.main(["--out", str(tmp_path / "c"), "--host-only"])
+    assert "--guest" not in seen["argv"]
