@@ -20,7 +20,9 @@ import time
 from dcnet import config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-VMRUN = os.path.join(ROOT, "scripts", "vmrun.py")
+# the VM runner of this repository: run as a module from ROOT, so that it
+# is this tree's dcnet whichever clone the venv has installed
+VMRUN = ["-m", "dcnet.host.vmrun"]
 GUEST_PY = os.path.join(ROOT, ".venv", "bin", "python")
 CLOCKS = ("virtual", "real")
 REPEAT_GOAL = 0.01      # issue 15: every figure within 1% across boots
@@ -90,8 +92,8 @@ def clock_of(a):
 
 def boot(kernel, out, guest_cmd, timeout, clock):
     """One boot; the guest writes out/raw.json.  Returns vmrun's status."""
-    rc = subprocess.run([sys.executable, VMRUN, "--kernel", kernel, "--out", out,
-                         "--timeout", str(timeout), "--clock", clock, "--"] + guest_cmd).returncode
+    rc = subprocess.run([sys.executable, *VMRUN, "--kernel", kernel, "--out", out,
+                         "--timeout", str(timeout), "--clock", clock, "--"] + guest_cmd, cwd=ROOT).returncode
     log = os.path.join(out, "guest.log")
     if os.path.exists(log):
         with open(log, errors="replace") as f:

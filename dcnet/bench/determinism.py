@@ -74,7 +74,7 @@ def boot(kernel, out, seed, timeout, cpus, shift=0):
     env.pop("DCNET_VM_SEED", None)
     if seed != "none":
         env["DCNET_VM_SEED"] = seed
-    cmd = [sys.executable, os.path.join(ROOT, "scripts", "vmrun.py"), "--kernel", kernel, "--out", out,
+    cmd = [sys.executable, "-m", "dcnet.host.vmrun", "--kernel", kernel, "--out", out,
            "--clock", "virtual", f"--shift={shift}", "--timeout", str(timeout), "--cpus", str(cpus),
            "--", "sh", "bench/vtprobe.sh"]
     rc = subprocess.run(cmd, env=env, cwd=ROOT).returncode

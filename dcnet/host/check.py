@@ -81,7 +81,8 @@ def guest_phase(out, py, vms, files=None, kernel=None):
         env = dict(os.environ)
         if i:
             env["DCNET_KUNIT"] = ""         # KUnit runs in VM 0 only
-        cmd = [py, os.path.join(ROOT, "scripts", "vmrun.py"), "--kernel", kernel, "--out", gdir,
+        # the VM runner of this tree (cwd ROOT), whichever clone the venv has installed
+        cmd = [py, "-m", "dcnet.host.vmrun", "--kernel", kernel, "--out", gdir,
                "--clock", "real", "--timeout", str(config.get("DCNET_CHECK_TIMEOUT")), "--",
                "sh", "tests/guest/run-in-guest.sh"] + shard
         p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
