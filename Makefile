@@ -14,6 +14,9 @@ RESULTS ?= $(ROOT)/results
 VENV := $(ROOT)/.venv
 export BUILD RESULTS VENV
 PY := $(VENV)/bin/python
+# every target that runs Python runs the harness's one command,
+# `python -m dcnet` (dcnet/cli.py; `$(DCNET) --help` lists its commands)
+DCNET := $(PY) -m dcnet
 # Benches, the demonstration and the testbed run in the guest's virtual
 # time (QEMU icount) unless DCNET_CLOCK=real; REPEAT=2 boots each twice
 # with the same seeds and reports how far every figure moved.
@@ -74,43 +77,38 @@ ovs: deps
 # paper's testbed slowed down to 200 Mbit/s, on the release kernel
 # (docs/d2tcp.md; about 45 min of wall time on a 2-core host).
 demo: tools
-	@$(PY) bench/d2tcp.py --kernel $(BUILD)/obj-release --out $(RESULTS)/demo --fanins 40 --repeat $(REPEAT)
-	@echo "demo report: $(RESULTS)/demo/report.md"
+	@$(DCNET) demo --kernel $(BUILD)/obj-release --out $(RESULTS)/demo --repeat $(REPEAT)
 
 check: deps kernel-debug tools ovs
-	@scripts/check.sh
+	@$(DCNET) check
 
 # The host-side part of `make check` only (no kernel build, no VM).
 check-host: deps tools ovs
-	@scripts/check.sh --host-only
+	@$(DCNET) check --host-only
 
 bench-d2tcp: deps kernel-release tools
-	@$(PY) bench/d2tcp.py --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-d2tcp --repeat $(REPEAT)
+	@$(DCNET) bench d2tcp --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-d2tcp --repeat $(REPEAT)
 	@echo "report: $(RESULTS)/bench-d2tcp/report.md"
 
 # D2TCP's at-scale benchmark (Sec. 4.2, Figs. 9-14) on the testbed's Clos:
 # five OLDI applications, fan-in 10, 20 and 40, TCP, DCTCP and D2TCP, at 25 Mbit/s
 # with every time x 40 (testbed/experiments/d2tcp-atscale.json, docs/d2tcp.md).
 bench-d2tcp-atscale: deps kernel-release tools
-	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/d2tcp-atscale.json --out $(RESULTS)/bench-d2tcp-atscale --repeat $(REPEAT)
+	@$(DCNET) bench d2tcp-atscale --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-d2tcp-atscale --repeat $(REPEAT)
 	@echo "report: $(RESULTS)/bench-d2tcp-atscale/report.md"
 
 bench-fastlane: deps kernel-release tools
-	@$(PY) bench/fastlane.py --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-fastlane --repeat $(REPEAT)
+	@$(DCNET) bench fastlane --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-fastlane --repeat $(REPEAT)
 	@echo "report: $(RESULTS)/bench-fastlane/report.md"
 	@$(MAKE) --no-print-directory bench-fastlane-clos
 
 # FastLane over multiple paths: TCP-Codel, FL-FH, FL-PS, DCTCP on the Clos:
 # the paper's Fig. 4 (utilization), Fig. 5 (a degraded spine link), Fig. 6 (short share)
 bench-fastlane-clos: deps kernel-release tools
-	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/fastlane-scatter.json --out $(RESULTS)/bench-fastlane/clos --repeat $(REPEAT)
-	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/fastlane-degraded.json --out $(RESULTS)/bench-fastlane/clos-degraded --repeat $(REPEAT)
-	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/fastlane-share.json --out $(RESULTS)/bench-fastlane/clos-share --repeat $(REPEAT)
-	@$(PY) bench/fastlane_clos.py $(RESULTS)/bench-fastlane/clos $(RESULTS)/bench-fastlane/clos-degraded $(RESULTS)/bench-fastlane/clos-share > /dev/null
-	@echo "report: $(RESULTS)/bench-fastlane/clos/fastlane-scatter.md"
+	@$(DCNET) bench fastlane-clos --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-fastlane --repeat $(REPEAT)
 
 bench-htb: deps kernel-release tools
-	@$(PY) bench/htb.py --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-htb --repeat $(REPEAT)
+	@$(DCNET) bench htb --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-htb --repeat $(REPEAT)
 	@echo "report: $(RESULTS)/bench-htb/report.md"
 
 # Presto (docs/presto.md): Optimal, ECMP, MPTCP, ECMP over the spanning
@@ -127,23 +125,23 @@ bench-presto: $(addprefix bench-presto-,$(PRESTO_EXPS))
 
 # the grid (Figs. 15-16) is presto.json and writes results/bench-presto
 bench-presto-grid: deps kernel-release tools ovs
-	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/presto.json --out $(RESULTS)/bench-presto --repeat $(REPEAT)
+	@$(DCNET) bench presto-grid --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-presto --repeat $(REPEAT)
 
 $(addprefix bench-presto-,$(filter-out grid,$(PRESTO_EXPS))): bench-presto-%: deps kernel-release tools ovs
-	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/presto-$*.json --out $(RESULTS)/bench-presto-$* --repeat $(REPEAT)
+	@$(DCNET) bench presto-$* --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-presto-$* --repeat $(REPEAT)
 
 # Flowlet switching with gaps of 2-50 ms (this rig's regime, Fig. 13)
 # beside Optimal, Presto and l2ecmp on stride: 31 min of wall time
 # (1859 s) on a loaded 2-core host, so not part of bench-presto (docs/presto.md).
 bench-presto-flowlet-sweep: deps kernel-release tools ovs
-	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment testbed/experiments/presto-flowlet-sweep.json --out $(RESULTS)/bench-presto-flowlet-sweep --repeat $(REPEAT)
+	@$(DCNET) bench presto-flowlet-sweep --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-presto-flowlet-sweep --repeat $(REPEAT)
 
 # checkpatch.pl on the series as `make series` exports it (a new file's
 # MAINTAINERS reminder left out)
 # Rewrite every results table in README.md and docs/ from docs/results/
 # (dcnet/doctables; tests/host/test_docs.py fails when they differ).
 docs-tables:
-	@$(PY) -m dcnet.doctables
+	@$(DCNET) docs-tables
 
 checkpatch:
 	@d=$$(mktemp -d) && scripts/series.sh "$$d" >/dev/null && \
@@ -160,7 +158,7 @@ series-bisect: kernel-release
 # in the release guest.  EXPERIMENT=path runs another definition.
 EXPERIMENT ?= testbed/experiments/default.json
 testbed: deps kernel-release tools
-	@$(PY) testbed/run.py --kernel $(BUILD)/obj-release --experiment $(EXPERIMENT) --out $(RESULTS)/testbed --repeat $(REPEAT)
+	@$(DCNET) testbed --kernel $(BUILD)/obj-release --experiment $(EXPERIMENT) --out $(RESULTS)/testbed --repeat $(REPEAT)
 	@echo "report: $(RESULTS)/testbed/report.md"
 
 # testbed/physical (Ansible) for real: sshd in network namespaces inside the
@@ -178,7 +176,7 @@ testbed-vmcluster: deps
 	@testbed/physical/vmcluster.sh all
 
 testbed-physical-selftest: deps tools
-	@rc=0; $(PY) scripts/vmrun.py --kernel $(BUILD)/obj-release \
+	@rc=0; $(DCNET) vmrun --kernel $(BUILD)/obj-release \
 		--out $(RESULTS)/testbed-physical-selftest --timeout $(PHYS_TIMEOUT) \
 		-- sh testbed/physical/selftest.sh || rc=$$?; \
 	tail -n 1 $(RESULTS)/testbed-physical-selftest/guest.log 2>/dev/null; exit $$rc

@@ -17,8 +17,12 @@ import subprocess
 import sys
 import time
 
+from dcnet import config
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-VMRUN = os.path.join(ROOT, "scripts", "vmrun.py")
+# the VM runner of this repository: run as a module from ROOT, so that it
+# is this tree's dcnet whichever clone the venv has installed
+VMRUN = ["-m", "dcnet.host.vmrun"]
 GUEST_PY = os.path.join(ROOT, ".venv", "bin", "python")
 CLOCKS = ("virtual", "real")
 REPEAT_GOAL = 0.01      # issue 15: every figure within 1% across boots
@@ -32,9 +36,7 @@ VIRTUAL_SUSTAINED_MBIT = 1000
 
 
 def default_kernel():
-    build = os.environ.get("BUILD") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "dcnet", "build")
-    return os.path.join(build, "obj-release")
+    return os.path.join(config.get("BUILD"), "obj-release")
 
 
 def add_args(ap, out_default, timeout=3600):
@@ -42,13 +44,13 @@ def add_args(ap, out_default, timeout=3600):
     time per boot; DCNET_TIMEOUT_SCALE multiplies it (a virtual-time run
     gives the same figures on a loaded host, only later: bench-htb took
     over an hour with six VMs on two cores)."""
-    timeout = int(timeout * float(os.environ.get("DCNET_TIMEOUT_SCALE", "1")))
+    timeout = int(timeout * config.get("DCNET_TIMEOUT_SCALE"))
     ap.add_argument("--kernel", default=default_kernel())
     ap.add_argument("--out", default=out_default)
     ap.add_argument("--clock", choices=CLOCKS, default=None,
                     help="virtual (QEMU icount, the default: repeatable) or real "
                          "(plain TCG); default DCNET_CLOCK, else virtual")
-    ap.add_argument("--repeat", type=int, default=int(os.environ.get("DCNET_REPEAT", "1")),
+    ap.add_argument("--repeat", type=int, default=config.get("DCNET_REPEAT"),
                     help="boots of the same run (same seeds); >1 reports the largest "
                          "relative difference of every figure")
     ap.add_argument("--timeout", type=int, default=timeout, help="seconds per boot")
@@ -85,16 +87,13 @@ def boot_all(a, outs, guest_cmd_for):
 
 
 def clock_of(a):
-    c = a.clock or os.environ.get("DCNET_CLOCK", "").strip() or "virtual"
-    if c not in CLOCKS:
-        sys.exit(f"DCNET_CLOCK={c!r}: want one of {', '.join(CLOCKS)}")
-    return c
+    return a.clock or config.get("DCNET_CLOCK") or "virtual"
 
 
 def boot(kernel, out, guest_cmd, timeout, clock):
     """One boot; the guest writes out/raw.json.  Returns vmrun's status."""
-    rc = subprocess.run([sys.executable, VMRUN, "--kernel", kernel, "--out", out,
-                         "--timeout", str(timeout), "--clock", clock, "--"] + guest_cmd).returncode
+    rc = subprocess.run([sys.executable, *VMRUN, "--kernel", kernel, "--out", out,
+                         "--timeout", str(timeout), "--clock", clock, "--"] + guest_cmd, cwd=ROOT).returncode
     log = os.path.join(out, "guest.log")
     if os.path.exists(log):
         with open(log, errors="replace") as f:

@@ -23,6 +23,8 @@ import hashlib
 import os
 import re
 
+from dcnet import config
+
 BEGIN, END = "DCNET-PARTIAL-BEGIN", "DCNET-PARTIAL-END"
 CONSOLE = "/dev/console"
 _HEAD = re.compile(rb"^" + BEGIN.encode() + rb" (\S+) (\d+) ([0-9a-f]{64})\r?$")
@@ -45,10 +47,10 @@ def publish(path, name=None, console=None):
     """In a sealed guest: put the file at path, as it is now, on the console
     as NAME (default: its path relative to DCNET_OUT).  Returns whether it
     did."""
-    if os.environ.get("DCNET_SEALED") != "1":
+    if not config.get("DCNET_SEALED"):
         return False
     if name is None:
-        name = os.path.relpath(path, os.environ.get("DCNET_OUT", os.path.dirname(path)))
+        name = os.path.relpath(path, config.get("DCNET_OUT") or os.path.dirname(path))
     if not valid_name(name):
         raise ValueError(f"partial result name {name!r}: not a path inside the output directory")
     with open(path, "rb") as f:

@@ -12,18 +12,15 @@ Used by tests/host and tests/guest (the guest finds the package through
 PYTHONPATH; this module needs nothing outside the standard library, so the
 guest's toolbox has nothing to copy for it).
 """
-import os
 import time
+
+from dcnet import config
 
 
 def timeout_scale():
     """DCNET_TIMEOUT_SCALE (default 1): how much slower than a quiet
     machine this run may be."""
-    try:
-        s = float(os.environ.get("DCNET_TIMEOUT_SCALE", "1"))
-    except ValueError:
-        return 1.0
-    return s if s > 0 else 1.0
+    return config.get("DCNET_TIMEOUT_SCALE")
 
 
 def scaled(seconds):

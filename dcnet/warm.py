@@ -17,6 +17,8 @@ import shutil
 import subprocess
 import time
 
+from dcnet import config
+
 # what the testbed and the benches execute during their measurements
 TOOLS = ["sh", "sleep", "nsenter", "ip", "tc", "ss", "nstat", "sysctl", "ethtool", "iperf3", "sockperf",
          "mptcpize", "tcpdump", "modprobe", "cat"]
@@ -40,8 +42,8 @@ def prewarm(extra=(), verbose=True):
     files = set()
     names = list(TOOLS) + list(extra)
     for var in ("DCNET_TC", "DCNET_SS"):
-        if os.environ.get(var):
-            names.append(os.environ[var])
+        if config.is_set(var):
+            names.append(config.get(var))
     for n in names:
         path = n if os.path.isabs(n) else shutil.which(n)
         if not path or not os.path.exists(path):
@@ -117,8 +119,8 @@ def _refresh(src, dst, stamps, patch=None):
 def _names(extra):
     names = list(extra) + list(BOX_TOOLS)
     for var in ("DCNET_TC", "DCNET_SS"):
-        tool = os.environ.get(var)
-        if tool and os.path.isabs(tool):
+        tool = config.get(var)
+        if os.path.isabs(tool):
             names.insert(0, tool)   # the project's tc (ss) is the box's "tc" ("ss")
     return names
 
@@ -304,8 +306,8 @@ def install(extra=(), verbose=True):
     names = _names(extra)
     bindir, libdir = os.path.join(BOX, "bin"), os.path.join(BOX, "lib")
     tools, how = None, "filled"
-    if os.environ.get("DCNET_TOOLBOX_DISK"):
-        tools = _from_disk(os.environ["DCNET_TOOLBOX_DISK"], names)
+    if config.get("DCNET_TOOLBOX_DISK"):
+        tools = _from_disk(config.get("DCNET_TOOLBOX_DISK"), names)
         how = "unpacked from the staged box's disk"
     how = how if tools is not None else "filled"
     if tools is None:
@@ -316,9 +318,9 @@ def install(extra=(), verbose=True):
     os.environ.pop("LANGUAGE", None)
     if not os.environ.get("PATH", "").startswith(bindir + ":"):
         os.environ["PATH"] = bindir + ":" + os.environ.get("PATH", "")
-    if os.environ.get("DCNET_TC") and "tc" in tools:
+    if config.is_set("DCNET_TC") and "tc" in tools:
         os.environ["DCNET_TC"] = tools["tc"]
-    if os.environ.get("DCNET_SS") and "ss" in tools:
+    if config.is_set("DCNET_SS") and "ss" in tools:
         os.environ["DCNET_SS"] = tools["ss"]
     if verbose:
         print(f"toolbox: {len(tools)} tools, {len(os.listdir(libdir))} libraries in {BOX}, {how} "

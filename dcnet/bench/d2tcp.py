@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 
+from dcnet import config, progress
 from dcnet import ROOT
 from dcnet import hostrun
 from dcnet.bench.calibrate import calibrate
@@ -169,6 +170,7 @@ def guest_fig6(reps, rig="time"):
                     f"{f['id']} {f['fct_us'] / 1000:.0f} ms {'met' if f['met'] else 'MISSED'}"
                     for f in sorted(flows, key=lambda f: f["id"])) + f"; virtual CPU {busy_pct(busy)} busy",
                     flush=True)
+                progress.cell_done(f"fig6 {cc} rep {rep}")
             finally:
                 lab.close()
     return dict(P, sizes=sizes, deadlines_ms=FIG6_DEADLINES_MS, runs=runs)
@@ -319,6 +321,7 @@ def guest_fig7(queries, fanins=None, cc_sample_ms=0, q_sample_ms=0, rig="time"):
                 runs.append(run)
                 print(f"fig7 fan-in {fanin} {cc}: {missed}/{len(flows)} responses missed; "
                       f"virtual CPU {busy_pct(busy)} busy", flush=True)
+                progress.cell_done(f"fig7 fan-in {fanin} {cc}")
             finally:
                 lab.close()
     return dict(P, runs=runs)
@@ -326,7 +329,7 @@ def guest_fig7(queries, fanins=None, cc_sample_ms=0, q_sample_ms=0, rig="time"):
 
 def guest_main(a):
     global RATE_MBIT
-    out = os.environ["DCNET_OUT"]
+    out = config.get("DCNET_OUT")
     subprocess.run("sysctl -qw net.ipv4.tcp_ecn=1", shell=True)
     from dcnet.warm import install_for_guest
     install_for_guest()     # nothing a cell executes is read over 9p inside it
@@ -335,6 +338,9 @@ def guest_main(a):
     RATE_MBIT = a.rate_mbit or max(1, int(sustained * RATE_FRACTION))
     print(f"calibration: one unshaped flow {sustained:.1f} Mbit/s; bottleneck {RATE_MBIT} Mbit/s",
           flush=True)
+    # the cells, for the host's progress lines (dcnet/progress.py)
+    progress.start((a.reps * len(SCHEMES) if a.only in (None, "fig6") else 0)
+                   + (len(a.fanins or FIG7_FANINS) * len(SCHEMES) if a.only in (None, "fig7") else 0))
     raw = dict(kernel=os.uname().release, rate_mbit=RATE_MBIT, sustained_mbit=sustained, k_bytes=K_BYTES, queue_bytes=QUEUE_BYTES,
                fig6_scale=fig6_scale(),
                calibration_cpu_busy=cal_busy)
@@ -745,8 +751,8 @@ def host_main(a):
     hostrun.run(a, cmd, analyse, render, "bench-d2tcp")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, prog=None):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     ap.add_argument("--guest", action="store_true", help=argparse.SUPPRESS)
     hostrun.add_args(ap, os.path.join(ROOT, "results", "bench-d2tcp"))
     ap.add_argument("--only", choices=["fig6", "fig7"])
@@ -767,7 +773,7 @@ def main():
     ap.add_argument("--q-sample-ms", type=int, default=None,
                     help="fig7: sample the bottleneck's queue and CE marks this often "
                     "(0: off; default: the time scale / 10 ms, at least 2)")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     if a.queries is None:
         a.queries = 30 if a.fig7_rig == "time" else 60
     (guest_main if a.guest else host_main)(a)

@@ -33,6 +33,7 @@ import os
 import subprocess
 import time
 
+from dcnet import config, progress
 from dcnet import ROOT
 from dcnet import hostrun
 from dcnet.stats import busy_pct, cpu_busy, cpu_note, cpu_sample, percentile, sample_at
@@ -50,7 +51,7 @@ LOADS = [0.2, 0.4, 0.6, 0.8]
 SHORT_SHARE = 0.1
 INCAST_N = [8, 16, 32, 48, 80]
 INCAST_BYTES = 16 * 1024
-TC = os.environ.get("DCNET_TC", "tc")
+TC = config.get("DCNET_TC")
 
 
 def sh(cmd, ns=None, check=True):
@@ -247,7 +248,7 @@ def stop_capture(caps):
 
 def guest_main(a):
     from dcnet.testbed.netlab import Lab
-    out = os.environ["DCNET_OUT"]
+    out = config.get("DCNET_OUT")
     subprocess.run("modprobe tcp_dctcp; modprobe sch_fastlane", shell=True, check=True)
     from dcnet.warm import install_for_guest
     install_for_guest()     # nothing a cell executes is read over 9p inside it
@@ -256,6 +257,11 @@ def guest_main(a):
     print(f"calibration: one unshaped flow {sustained:.1f} Mbit/s; aggregator port {rate} Mbit/s", flush=True)
     raw = dict(kernel=os.uname().release, rate_mbit=rate, sustained_mbit=sustained, buffer=BUFFER,
                k_bytes=K_BYTES, duration_s=a.duration, calibration_cpu_busy=cal_busy, pa=[], incast=[])
+    # the cells, for the host's progress lines (dcnet/progress.py)
+    schemes = a.schemes or SCHEMES
+    progress.start((len(schemes) * len([x for x in LOADS if a.loads is None or x in a.loads])
+                    if a.only in (None, "pa") else 0)
+                   + (len(schemes) * len(a.incast_n or INCAST_N) if a.only in (None, "incast") else 0))
     if a.only in (None, "pa"):
         workers = [f"w{i}" for i in range(WORKERS)]
         longs = [f"b{i}" for i in range(LONG_SENDERS)]
@@ -284,6 +290,7 @@ def guest_main(a):
                     print(f"pa {scheme:14s} load {load:.1f}: {len(short)} short, p99.9 {p999:.1f} ms, "
                           f"{sum(f['kind'] == 'long' for f in flows)} long; virtual CPU {busy_pct(busy)} busy",
                           flush=True)
+                    progress.cell_done(f"pa {scheme} load {load:.1f}")
                 kill_servers(lab)
         finally:
             lab.close()
@@ -310,6 +317,7 @@ def guest_main(a):
                     q = sorted(r["queries"])
                     print(f"incast {scheme:14s} N={n:2d}: query p99 {q[int(len(q) * .99)] / 1000 if q else -1:.1f} ms; "
                           f"virtual CPU {busy_pct(r['cpu_busy'])} busy", flush=True)
+                    progress.cell_done(f"incast {scheme} N={n}")
                 kill_servers(lab)
         finally:
             lab.close()
@@ -647,8 +655,8 @@ def host_main(a):
     hostrun.run(a, cmd, analyse, render, "bench-fastlane")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, prog=None):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     ap.add_argument("--guest", action="store_true", help=argparse.SUPPRESS)
     hostrun.add_args(ap, os.path.join(ROOT, "results", "bench-fastlane"), timeout=5400)
     ap.add_argument("--only", choices=["pa", "incast"])
@@ -665,7 +673,7 @@ def main():
                     help="diagnostics: capture the TCP packets of this server port (5001: the 2 KB "
                          "responses) at every host of the partition-aggregate cells, "
                          "cap-SCHEME-LOAD-HOST.pcap in the output directory")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     if a.schemes and set(a.schemes) - set(SCHEMES):
         ap.error(f"--schemes: want some of {','.join(SCHEMES)}")
     (guest_main if a.guest else host_main)(a)

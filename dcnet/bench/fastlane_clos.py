@@ -320,10 +320,13 @@ def report(out, *more):
     return text
 
 
-def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    print(report(*sys.argv[1:]))
+def main(argv=None, prog=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if argv else 2
+    print(report(*argv))
+    return 0
 
 
 if __name__ == "__main__":

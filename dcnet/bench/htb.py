@@ -35,6 +35,7 @@ import subprocess
 import threading
 import time
 
+from dcnet import config, progress
 from dcnet import ROOT
 from dcnet import hostrun
 from dcnet.stats import cpu_busy, cpu_sample
@@ -86,7 +87,7 @@ PAPER_RUN_S = 20
 
 
 def tc():
-    return os.environ.get("DCNET_TC", "tc")
+    return config.get("DCNET_TC")
 
 
 # ---------------------------------------------------------------- guest side
@@ -333,6 +334,7 @@ def guest_table1(rate_kbit, duration):
                                   wire=wire, counters=class_counters(lab), cpu_busy=busy))
                 print(f"table1 {scheme:9s} {flows:2d} flows: rtt {rtt}; virtual CPU {busy_pct(busy)} busy",
                       flush=True)
+                progress.cell_done(f"table1 {scheme} {flows} flows")
             finally:
                 lab.close()
     return dict(unloaded=unloaded, cells=cells)
@@ -356,6 +358,7 @@ def guest_table2(total_kbit, duration):
                                       cpu_busy=busy))
                     print(f"table2 {scheme:9s} x={x} {flows:2d} flows: rtt {rtt}; virtual CPU {busy_pct(busy)} busy",
                           flush=True)
+                    progress.cell_done(f"table2 {scheme} x={x} {flows} flows")
                 finally:
                     lab.close()
     return dict(cells=cells)
@@ -383,7 +386,7 @@ def guest_main(a):
     global FLOWS_RUN, K_BYTES
     FLOWS_RUN = [int(x) for x in a.flows.split(",")]
     K_BYTES = a.k_bytes
-    out = os.environ["DCNET_OUT"]
+    out = config.get("DCNET_OUT")
     subprocess.run("modprobe tcp_dctcp", shell=True, check=True)
     from dcnet.warm import install_for_guest
     install_for_guest()     # nothing a cell executes is read over 9p inside it
@@ -394,6 +397,9 @@ def guest_main(a):
     print(f"calibration: one unshaped flow {sustained:.1f} Mbit/s; limiter {rate_mbit} Mbit/s", flush=True)
     raw = dict(kernel=os.uname().release, rate_mbit=rate_mbit, sustained_mbit=sustained,
                k_bytes=K_BYTES, duration_s=a.duration, calibration_cpu_busy=cal_busy)
+    # the cells, for the host's progress lines (dcnet/progress.py)
+    progress.start(len(SCHEMES) * len(FLOWS_RUN)
+                   + (0 if a.no_table2 else len(T2_MIN_FRACTIONS) * len(SCHEMES) * len(T2_FLOWS)))
     raw["table1"] = guest_table1(rate_mbit * 1000, a.duration)
     if not a.no_table2:
         raw["table2"] = guest_table2(rate_mbit * 1000, a.duration)
@@ -696,8 +702,8 @@ def host_main(a):
     hostrun.run(a, cmd, analyse, render, "bench-htb")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, prog=None):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     ap.add_argument("--guest", action="store_true", help=argparse.SUPPRESS)
     hostrun.add_args(ap, os.path.join(ROOT, "results", "bench-htb"))
     ap.add_argument("--rate-mbit", type=int, default=0,
@@ -709,7 +715,7 @@ def main():
                          "the paper's Fig. 4 uses 20-100 KB at 1 Gbit/s)")
     ap.add_argument("--flows", default=",".join(map(str, FLOWS)),
                     help="iperf3 flow counts of Table 1 (default 1,2,8,16)")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     (guest_main if a.guest else host_main)(a)
 
 

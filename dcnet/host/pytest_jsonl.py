@@ -13,6 +13,8 @@ import json
 import os
 import time
 
+from dcnet import config as dcnet_config
+
 _FILE = []
 
 
@@ -27,7 +29,7 @@ def _write(**rec):
 
 
 def pytest_configure(config):
-    path = os.environ.get("DCNET_JSONL")
+    path = dcnet_config.get("DCNET_JSONL")
     if path and not _FILE:
         _FILE.append(open(path, "a"))
 

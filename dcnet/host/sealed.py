@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 
+from dcnet import config
 from dcnet import ROOT
 from dcnet.warm import EXTRA_GLOBS, TOOLS
 
@@ -273,7 +274,7 @@ def icount_opts(shift=0):
     of the same FastLane cells differed in 2939 of 4381 flows without it
     and in none with it (raw.json byte-identical); docs/architecture.md.
     """
-    rr = os.environ.get("DCNET_VM_RR", "record")
+    rr = config.get("DCNET_VM_RR")
     if rr not in ("record", "off"):
         sys.exit(f"sealed: DCNET_VM_RR must be record or off, not {rr!r}")
     return f"shift={shift},sleep=off" + (",rr=record,rrfile=/dev/null" if rr == "record" else "")
@@ -289,7 +290,7 @@ def qemu_argv(image, bzimage, cpus, memory, console, seed=SEED, shift=0, qemu=No
             "-serial", f"file:{console}",
             "-kernel", bzimage, "-initrd", image,
             "-append", " ".join(["console=ttyS0 no5lvl panic=-1 rdinit=/init quiet"] +
-                                os.environ.get("DCNET_VM_APPEND", "").split()),
+                                config.get("DCNET_VM_APPEND")),
             "-icount", icount_opts(shift), "-seed", str(seed),
             "-rtc", f"base={RTC_BASE},clock=vm"]
 

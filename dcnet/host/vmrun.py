@@ -70,6 +70,7 @@ import subprocess
 import sys
 import time
 
+from dcnet import config, progress
 from dcnet import ROOT
 
 # Real signatures of kernel splats; the debug kernel's normal boot log
@@ -106,7 +107,7 @@ SHIFTS = range(-10, 11)
 def icount_shift(value=None):
     """The icount shift: value (--shift) if given, else DCNET_ICOUNT_SHIFT,
     else ICOUNT_SHIFT; an integer in -10..10."""
-    v = value if value is not None else os.environ.get("DCNET_ICOUNT_SHIFT", "").strip()
+    v = value if value is not None else (str(config.get("DCNET_ICOUNT_SHIFT")) if config.is_set("DCNET_ICOUNT_SHIFT") else "")
     if v in ("", None):
         return ICOUNT_SHIFT
     try:
@@ -125,7 +126,7 @@ def instructions_per_ns(shift):
 def qemu_binary(shift):
     """The QEMU for a shift: DCNET_QEMU if set, the patched build of
     scripts/qemu.sh for a negative shift, else the system's (None)."""
-    q = os.environ.get("DCNET_QEMU", "").strip()
+    q = config.get("DCNET_QEMU") or ""
     if q:
         if not os.access(q, os.X_OK):
             sys.exit(f"vmrun: DCNET_QEMU={q!r} is not an executable")
@@ -142,7 +143,7 @@ def qemu_binary(shift):
 def default_cpus(clock):
     """vCPUs when the caller names none: DCNET_VM_CPUS, else one in
     virtual time (see the module's docstring) and two in real time."""
-    v = os.environ.get("DCNET_VM_CPUS", "").strip()
+    v = str(config.get("DCNET_VM_CPUS") or "")
     if v:
         if not v.isdigit() or int(v) < 1:
             sys.exit(f"vmrun: DCNET_VM_CPUS must be a positive number, not {v!r}")
@@ -154,7 +155,7 @@ def root_mode(clock):
     """the guest's root: "sealed" (everything in an initramfs,
     dcnet/host/sealed.py) or "9p" (the host's, virtme-ng).  DCNET_VM_ROOT
     chooses; by default virtual time is sealed, real time 9p."""
-    v = os.environ.get("DCNET_VM_ROOT", "").strip()
+    v = config.get("DCNET_VM_ROOT") or ""
     if v:
         if v not in ("sealed", "9p"):
             sys.exit(f"vmrun: DCNET_VM_ROOT must be sealed or 9p, not {v!r}")
@@ -163,8 +164,7 @@ def root_mode(clock):
 
 
 def build_dir():
-    return os.environ.get("BUILD") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "dcnet", "build")
+    return config.get("BUILD")
 
 
 def kernel_release(kdir):
@@ -186,7 +186,7 @@ def clock_opts(clock, shift=ICOUNT_SHIFT):
 
 def default_clock(fallback):
     """DCNET_CLOCK if set (and valid), else the caller's default."""
-    c = os.environ.get("DCNET_CLOCK", "").strip() or fallback
+    c = config.get("DCNET_CLOCK") or fallback
     if c not in CLOCKS:
         sys.exit(f"vmrun: DCNET_CLOCK={c!r}: want one of {', '.join(CLOCKS)}")
     return c
@@ -247,7 +247,7 @@ def kill_group(proc, grace=5.0):
 
 
 def vng_binary():
-    for cand in (os.environ.get("DCNET_VNG"), os.path.join(ROOT, ".venv", "bin", "vng"), shutil.which("vng")):
+    for cand in (config.get("DCNET_VNG"), os.path.join(ROOT, ".venv", "bin", "vng"), shutil.which("vng")):
         if cand and os.path.exists(cand):
             return cand
     sys.exit("vmrun: vng not found (run 'make deps')")
@@ -256,7 +256,7 @@ def vng_binary():
 # The caller's DCNET_* settings the guest's tests read (DCNET_KUNIT,
 # DCNET_TEST_TIMEOUT, DCNET_TESTBED_QUICK, ...) reach the guest; those
 # this runner sets itself do not pass through.
-NOT_PASSED = ("DCNET_OUT", "DCNET_SEALED", "DCNET_TC", "DCNET_SS", "DCNET_TOOLBOX_DISK", "DCNET_CLOCK", "DCNET_VNG", "DCNET_9P_CACHE", "DCNET_VM_ACCEL", "DCNET_VM_SEED", "DCNET_VM_CPUS")
+NOT_PASSED = ("DCNET_OUT", "DCNET_CONFIG", "DCNET_SEALED", "DCNET_TC", "DCNET_SS", "DCNET_TOOLBOX_DISK", "DCNET_CLOCK", "DCNET_VNG", "DCNET_9P_CACHE", "DCNET_VM_ACCEL", "DCNET_VM_SEED", "DCNET_VM_CPUS")
 
 
 def passed_env(env):
@@ -301,21 +301,29 @@ cat /tmp/dcnet-guest.log >> {out}/guest.log"""
 def progress_on():
     """Whether a sealed guest's output is shown while it runs
     (DCNET_VM_PROGRESS, default on; 0 keeps it in the guest)."""
-    return os.environ.get("DCNET_VM_PROGRESS", "1").strip() != "0"
+    return config.get("DCNET_VM_PROGRESS")
 
 
 class Follow:
     """Print the lines a file gains (the sealed guest's console) to stderr
     with a prefix, from a thread, until stop(); the results archive that
-    ends the run (sealed.BEGIN) is not printed."""
+    ends the run (sealed.BEGIN) is not printed.  A guest's progress line
+    (dcnet/progress.py: a cell done) is printed as the cell, n/N done, its
+    guest and wall time and an estimate of the time left; with
+    only_progress (a 9p guest's log), nothing else is."""
 
-    def __init__(self, path, prefix="guest: ", interval=2.0):
+    def __init__(self, path, prefix="guest: ", interval=2.0, only_progress=False, name=""):
         import threading
         from dcnet.host import sealed
         from dcnet import partial       # importable once sealed is
         self.begin, self.pbegin, self.pend = sealed.BEGIN, partial.BEGIN, partial.END
         self.in_block = False
         self.path, self.prefix, self.interval = path, prefix, interval
+        self.only_progress = only_progress
+        self.tracker = progress.Tracker(name)
+        self.t0 = time.time()
+        # a line at least every `beat` seconds while the guest runs
+        self.beat, self.last_line = 60.0, self.t0
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.pos, self.partial, self.ended = 0, b"", False
@@ -348,11 +356,29 @@ class Follow:
             elif self.in_block:
                 self.in_block = not text.startswith(self.pend)
                 continue
-            print(self.prefix + text, file=sys.stderr, flush=True)
+            rec = progress.parse(text)
+            if rec is not None:
+                print(self.tracker.cell(rec, time.time() - self.t0), file=sys.stderr, flush=True)
+                self.last_line = time.time()
+            elif not self.only_progress:
+                print(self.prefix + text, file=sys.stderr, flush=True)
+
+    def heartbeat(self, now=None):
+        """a progress line when a minute passed without one (a sealed
+        guest; a 9p log once it has shown a cell)"""
+        now = time.time() if now is None else now
+        if now - self.last_line < self.beat or (self.only_progress and self.tracker.total is None):
+            return None
+        self.last_line = now
+        line = self.tracker.beat(now - self.t0)
+        print(line, file=sys.stderr, flush=True)
+        return line
 
     def _run(self):
         while not self.done.wait(self.interval):
             self.poll()
+            if not self.ended:
+                self.heartbeat()
 
     def stop(self):
         self.done.set()
@@ -430,11 +456,12 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real", shift=No
             # in rcu_is_watching() from an interrupt taken during early
             # boot (identify_cpu), which taints the kernel and switches
             # lockdep off for the whole run.  4-level paging avoids it.
-            "--append", " ".join(["no5lvl"] + root_flags(os.environ.get("DCNET_9P_CACHE", "loose")))]
+            "--append", " ".join(["no5lvl"] + root_flags(config.get("DCNET_9P_CACHE")))]
     qopts = clock_opts(clock, shift)
     if qemu:
         argv.append("--qemu=" + qemu)
-    seed = os.environ.get("DCNET_VM_SEED")
+    seed = config.get("DCNET_VM_SEED")
+    seed = None if seed is None else str(seed)
     if seed:
         if not seed.isdigit():
             sys.exit(f"vmrun: DCNET_VM_SEED must be a number, not {seed!r}")
@@ -442,7 +469,7 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real", shift=No
         qopts = qopts + ["-seed", seed]
     if qopts:
         argv.append("--qemu-opts=" + " ".join(qopts))
-    if os.environ.get("DCNET_VM_ACCEL", "tcg") != "kvm":
+    if config.get("DCNET_VM_ACCEL") != "kvm":
         argv.insert(1, "--disable-kvm")
     console = os.path.join(out, "console.log")
     image = None
@@ -465,15 +492,19 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real", shift=No
     meta = {"clock": clock, "icount_shift": shift if clock == "virtual" else None,
             "instructions_per_ns": instructions_per_ns(shift) if clock == "virtual" else None,
             "qemu": qemu or shutil.which("qemu-system-x86_64"),
-            "qemu_opts": qopts, "accel": "kvm" if os.environ.get("DCNET_VM_ACCEL") == "kvm" else "tcg",
+            "qemu_opts": qopts, "accel": config.get("DCNET_VM_ACCEL"),
             "cpus": cpus, "memory": memory, "kernel": release, "commit": git_commit(),
-            "9p_cache": os.environ.get("DCNET_9P_CACHE", "loose"),
+            "9p_cache": config.get("DCNET_9P_CACHE"),
             "qemu_seed": int(seed) if seed else None,
             "root": "sealed initramfs" if sealed_root else "host over 9p (virtme-ng)"}
     with open(os.path.join(out, "vm.json"), "w") as f:
         json.dump(meta, f, indent=1)
     t0 = time.time()
-    follow = Follow(console + ".serial").start() if sealed_root and progress_on() else None
+    # a run of several boots names each (run1, run2, ...) in its progress lines
+    name = os.path.basename(out) if re.fullmatch(r"run\d+", os.path.basename(out)) else ""
+    follow = (Follow(console + ".serial", name=name).start() if sealed_root and progress_on() else
+              Follow(os.path.join(out, "guest.log"), only_progress=True, name=name).start()
+              if clock == "real" and progress_on() else None)
     with open(console, "w") as con:
         # vng wants a terminal-ish stdin; give it /dev/null.  Its own
         # session, so that a timeout ends QEMU too, not only vng.
@@ -558,8 +589,8 @@ def run(kernel, out, cmd, timeout, cpus, memory, verbose, clock="real", shift=No
     return 0 if ok else 1
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, prog=None):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     ap.add_argument("--kernel", required=True, help="build directory (make O=) or bzImage")
     ap.add_argument("--out", required=True, help="directory for the results (guest-writable)")
     ap.add_argument("--timeout", type=int, default=1800)
@@ -573,7 +604,7 @@ def main():
                          "default: DCNET_ICOUNT_SHIFT, else 0")
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     cmd = a.cmd[1:] if a.cmd[:1] == ["--"] else a.cmd
     if not cmd:
         ap.error("no command")

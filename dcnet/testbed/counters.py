@@ -28,9 +28,10 @@ from GroCapture (opt in: the experiment's "gro_capture").
 Reading never fails a run: an error is recorded instead.
 """
 import json
-import os
 import re
 import subprocess
+
+from dcnet import config
 
 # Fractions of the run's duration at which to sample, when an experiment
 # asks ("ss_at": [0.5, 0.9]).  None by default: a sample starts a process
@@ -125,7 +126,7 @@ def ss_sample(fab, flows, cport_base):
             continue
         sport = cport_base + f["id"]
         try:
-            o = subprocess.run([os.environ.get("DCNET_SS", "ss"), "-N", fab.ns(f["src"]), "-tinmH", "state", "established",
+            o = subprocess.run([config.get("DCNET_SS"), "-N", fab.ns(f["src"]), "-tinmH", "state", "established",
                                 f"sport = :{sport}"], capture_output=True, text=True, timeout=30).stdout
         except (OSError, subprocess.TimeoutExpired) as e:
             res.append(dict(id=f["id"], error=str(e)))
@@ -155,7 +156,7 @@ def sample(fab, flows, cport_base, at):
 def queues(fab):
     """the backlog (bytes, packets) of every leaf/spine qdisc and host NIC
     now: where a run's queueing delay sits"""
-    tc = os.environ.get("DCNET_TC", "tc")
+    tc = config.get("DCNET_TC")
     nodes = list(getattr(fab, "switches", []))
     if getattr(fab, "vswitched", False):
         nodes.append("vs")
@@ -182,7 +183,7 @@ def nic(fab):
         where = [(h.name, fab.ns(VS), f"u{h.index}") for h in fab.hosts.values()]
     else:
         where = [(h.name, fab.ns(h.name), "eth0") for h in fab.hosts.values()]
-    tc = os.environ.get("DCNET_TC", "tc")
+    tc = config.get("DCNET_TC")
     for host, ns, dev in where:
         try:
             out = json.loads(subprocess.run([tc, "-n", ns, "-s", "-j", "qdisc", "show", "dev", dev],
@@ -350,7 +351,7 @@ def mptcp_sample(fab, flows, cport_base, at_s, label):
     conns, errors = [], {}
     for name in fab.hosts:
         try:
-            o = subprocess.run([os.environ.get("DCNET_SS", "ss"), "-N", fab.ns(name), "-tniH", "state",
+            o = subprocess.run([config.get("DCNET_SS"), "-N", fab.ns(name), "-tniH", "state",
                                 "established"], capture_output=True, text=True, timeout=30).stdout or ""
         except (OSError, subprocess.TimeoutExpired) as e:
             errors[name] = str(e)

@@ -73,6 +73,9 @@ def _validator():
     cls = jsonschema.validators.extend(base, type_checker=checker)
     with open(SCHEMA) as f:
         schema = json.load(f)
+    # a scheme's mode: one of the modes dcnet/testbed/modes declares
+    from dcnet.testbed import modes
+    schema["$defs"]["scheme"]["properties"]["mode"]["enum"] = list(modes.names())
     cls.check_schema(schema)
     return cls(schema)
 
@@ -189,10 +192,14 @@ def _cross_problems(exp):
         if sc["name"] in seen:
             out.append((f"schemes[{i}].name", f"{sc['name']!r} is also schemes[{seen[sc['name']]}]'s name"))
         seen.setdefault(sc["name"], i)
+    from dcnet.testbed import modes
     for i, sc in enumerate(exp["schemes"]):
-        if sc.get("flowlet_gap_us") and sc.get("mode", "ecmp") != "presto":
-            out.append((f"schemes[{i}].flowlet_gap_us", "flowlets run on Presto's datapath: it needs"
-                                                        f" \"mode\": \"presto\", not {sc.get('mode', 'ecmp')!r}"))
+        # a mode's own knobs (dcnet/testbed/modes), with another mode
+        for m in modes.names():
+            for key, why in modes.get(m).knobs.items():
+                if sc.get(key) and sc.get("mode", "ecmp") != m:
+                    out.append((f"schemes[{i}].{key}", f"{why}: it needs"
+                                                       f" \"mode\": \"{m}\", not {sc.get('mode', 'ecmp')!r}"))
     for i, sc in enumerate(exp["schemes"]):
         b = sc.get("cpu_baseline")
         if b is not None and (b not in seen or b == sc["name"]):
@@ -283,9 +290,9 @@ def validate_experiment(src, name=None):
     return exp
 
 
-def main(argv=None):
+def main(argv=None, prog=None):
     import argparse
-    ap = argparse.ArgumentParser(description="check testbed experiment files (testbed/experiment.schema.json)")
+    ap = argparse.ArgumentParser(prog=prog, description="check testbed experiment files (testbed/experiment.schema.json)")
     ap.add_argument("files", nargs="+")
     a = ap.parse_args(argv)
     bad = 0

@@ -52,10 +52,12 @@ setns(2) from this process, not one process per command: in the debug
 guest each process start costs 1-5 s.
 """
 import json
-import os
 import subprocess
 import time
 from dataclasses import asdict, dataclass, field
+
+from dcnet import config
+from dcnet.testbed import modes
 
 # the namespace primitives (dcnet.testbed.ns), also importable from here
 from dcnet.testbed.ns import (  # noqa: F401
@@ -145,9 +147,8 @@ class Fabric:
                  hash_fields=None,
                  flowcell_bytes=None, presto_gro=False, flowcell_seed=None, presto_gro_knobs=None,
                  flowlet_gap_us=None):
-        from dcnet.testbed.presto import VSWITCH_MODES, FLOWCELL_BYTES
-        if mode not in ("ecmp", "scatter", "mptcp", "l2") + VSWITCH_MODES:
-            raise ValueError(f"mode {mode!r}: ecmp, scatter, mptcp, l2, presto or l2ecmp")
+        from dcnet.testbed.presto import FLOWCELL_BYTES
+        modes.get(mode)                 # ValueError: not a mode
         self.flowcell_bytes = flowcell_bytes or FLOWCELL_BYTES
         self.presto_gro = presto_gro
         self.presto_gro_knobs = dict(presto_gro_knobs or {})     # sysfs name -> value
@@ -191,15 +192,19 @@ class Fabric:
 
     # ------------------------------------------------------------ plan
     @property
+    def scheme(self):
+        """the mode (dcnet/testbed/modes): what the plane needs, the lines it adds"""
+        return modes.get(self.mode)
+
+    @property
     def vswitched(self):
         """hosts behind vSwitches (Presto's modes)"""
-        from dcnet.testbed.presto import VSWITCH_MODES
-        return self.mode in VSWITCH_MODES
+        return self.scheme.vswitched
 
     @property
     def l2(self):
         """switches forward on destination MAC (a controller's tables)"""
-        return self.mode == "l2" or self.vswitched
+        return self.scheme.l2 or self.vswitched
 
     def ns(self, node):
         return f"{self.prefix}-{node}"
@@ -384,73 +389,17 @@ class Fabric:
             for p in ports:
                 L += self._l3_port_addrs(sw, p)
             L += list(routes)
-            if self.mode == "scatter" and sw.startswith("l"):
-                L += self.scatter_rules(sw) + self.scatter_routes(sw)
+            if sw.startswith("l"):
+                L += self.scheme.leaf_ip_lines(self, sw)
         batch("ip", L, ns)
         if self.l2:
             batch("bridge", [f"link set dev {p} learning off flood off mcast_flood off" for p in ports], ns)
         tcl = []
         for p in ports:
             tcl += self._port_qdisc(p)
-        if self.mode == "scatter" and sw.startswith("l"):
-            tcl += self.scatter_filters(sw)
+        if sw.startswith("l") and not self.l2:
+            tcl += self.scheme.leaf_tc_lines(self, sw)
         batch("tc", tcl, ns)
-
-    # ------------------------------------------------- per-packet scatter
-    SCATTER_TABLE = 100             # spine k's table at a leaf: 100 + k
-
-    def _spines(self):
-        return [s for s in self.switches if s.startswith("s")]
-
-    def scatter_rules(self, leaf):
-        """ip lines: fwmark k -> table 100 + k (a miss there, e.g. a host
-        of the same leaf, falls through to the main table)"""
-        return [f"rule add fwmark {int(s[1:])} table {self.SCATTER_TABLE + int(s[1:])}"
-                f" pref {self.SCATTER_TABLE + int(s[1:])}" for s in self._spines()]
-
-    def scatter_routes(self, leaf):
-        """ip lines: in spine k's table, every other leaf through spine k,
-        or, when spine k does not reach that leaf now, through one of the
-        spines that do (so a cut link takes no packets)"""
-        li = int(leaf[1:])
-        leaves = [s for s in self.switches if s.startswith("l")]
-        L = []
-        for s in self._spines():
-            k = int(s[1:])
-            table = self.SCATTER_TABLE + k
-            for other in leaves:
-                if other == leaf:
-                    continue
-                oi = int(other[1:])
-                via = [v for v in self._spines() if self.is_up(leaf, v) and self.is_up(v, other)]
-                if not via:
-                    L.append(f"route del 10.{oi}.0.0/16 table {table}")
-                    continue
-                v = s if s in via else via[(k - 1) % len(via)]
-                L.append(f"route replace 10.{oi}.0.0/16 via 10.{100 + li}.{int(v[1:])}.2 dev {v} table {table}")
-        return L
-
-    def scatter_filters(self, leaf):
-        """tc lines: on every host port's ingress, the low bits of the IPv4
-        ID pick the spine (skbedit mark k): round robin per connection,
-        as Linux counts the ID up per segment (TSO/GSO are off on the
-        hosts, so one packet is one segment)"""
-        spines = self._spines()
-        if not spines:
-            return []
-        m = 1
-        while m < len(spines):
-            m *= 2
-        L = []
-        for h in sorted(self.hosts.values(), key=lambda h: h.index):
-            if h.leaf != leaf:
-                continue
-            L.append(f"qdisc add dev {h.name} handle ffff: ingress")
-            for v in range(m):
-                L.append(f"filter add dev {h.name} parent ffff: protocol ip prio 1 u32"
-                         f" match u16 0x{v:04x} 0x{m - 1:04x} at 4"
-                         f" action skbedit mark {int(spines[v % len(spines)][1:])}")
-        return L
 
     def _l3_port_addrs(self, sw, port):
         if port in self.hosts:          # leaf/switch port towards a host
@@ -587,8 +536,7 @@ class Fabric:
 
     def _reroute(self):
         for leaf, lines in self._route_lines(leaves_only=True).items():
-            if self.mode == "scatter":
-                lines = lines + self.scatter_routes(leaf)
+            lines = lines + self.scheme.reroute_lines(self, leaf)
             # a "route del" of a route already gone is no error; any other is
             batch_checked("ip", lines, ns=self.ns(leaf))
 
@@ -670,7 +618,7 @@ class Fabric:
         """every switch egress queue's qdisc counters"""
         res = []
         for sw in self.switches:
-            out = json.loads(run([os.environ.get("DCNET_TC", "tc"), "-n", self.ns(sw), "-s", "-j", "qdisc",
+            out = json.loads(run([config.get("DCNET_TC"), "-n", self.ns(sw), "-s", "-j", "qdisc",
                                   "show"]))
             for q in out:
                 if q.get("parent") != "1:1":

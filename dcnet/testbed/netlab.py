@@ -10,6 +10,7 @@ import time
 
 from dcnet.testbed.ns import ETHTOOL_SGRO, ETHTOOL_SGSO, ETHTOOL_STSO, batch, ethtool_set, netns, ns_exec, sysctl
 
+from dcnet import config
 from dcnet import ROOT
 
 DLTRAFFIC = os.path.join(ROOT, "testbed", "tools", "dltraffic")
@@ -23,7 +24,7 @@ def sh(cmd, check=True, ns=None, capture=True, timeout=120):
     # a guest-time budget: in virtual time a wait on the host (9p) can
     # use it up when the host is loaded; DCNET_TIMEOUT_SCALE stretches it
     # as it stretches the boot's (dcnet/hostrun.py)
-    timeout *= float(os.environ.get("DCNET_TIMEOUT_SCALE", "1"))
+    timeout *= config.get("DCNET_TIMEOUT_SCALE")
     p = subprocess.run(argv, text=True, timeout=timeout,
                        stdout=subprocess.PIPE if capture else None,
                        stderr=subprocess.PIPE if capture else None)
@@ -35,7 +36,7 @@ def sh(cmd, check=True, ns=None, capture=True, timeout=120):
 def tc_binary():
     """the project's tc (iproute2-patches/; the toolbox's copy in a guest
     that installed one), else the system's"""
-    return os.environ.get("DCNET_TC", "tc")
+    return config.get("DCNET_TC")
 
 
 def tc(args, ns, check=True):

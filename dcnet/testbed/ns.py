@@ -15,6 +15,8 @@ import struct
 import subprocess
 from contextlib import contextmanager
 
+from dcnet import config
+
 CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -40,7 +42,7 @@ def batch(tool, lines, ns=None, force=False):
     if not lines:
         return ""
     if tool == "tc":        # the project's tc (fastlane, htb ecn_mode) when set
-        tool = os.environ.get("DCNET_TC", "tc")
+        tool = config.get("DCNET_TC")
     argv = [tool] + (["-n", ns] if ns else []) + (["-force"] if force else []) + ["-batch", "-"]
     if force:
         return subprocess.run(argv, input="\n".join(lines) + "\n", capture_output=True, text=True).stdout

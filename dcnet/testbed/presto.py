@@ -47,10 +47,11 @@ import subprocess
 import tempfile
 import time
 
+from dcnet import config
+
 from dcnet.testbed.ns import ns_exec
 
 FLOWCELL_BYTES = 65536
-VSWITCH_MODES = ("presto", "l2ecmp")
 QUANTA = 4                      # weight resolution: quarters of the best tree
 VS = "vs"                       # the vSwitches' namespace (node name)
 PORT_VM, PORT_UP = 1, 2         # OpenFlow ports of bridge bN: vN, uN
@@ -78,11 +79,7 @@ def shadow_mac(index, tree):
 def ovs_dir():
     """where the patched Open vSwitch is installed (`make ovs`): DCNET_OVS,
     else $BUILD/ovs-install"""
-    d = os.environ.get("DCNET_OVS")
-    if d:
-        return d
-    build = os.environ.get("BUILD") or os.path.expanduser("~/.cache/dcnet/build")
-    return os.path.join(build, "ovs-install")
+    return config.get("DCNET_OVS") or os.path.join(config.get("BUILD"), "ovs-install")
 
 
 def ovs_programs(root=None):
@@ -122,7 +119,7 @@ class VSwitch:
     def __init__(self, fab, root=None):
         self.fab = fab
         self.prog = ovs_programs(root)
-        self.dir = os.path.join(os.environ.get("DCNET_OVS_RUNDIR", "/tmp"), f"dcnet-ovs-{fab.prefix}")
+        self.dir = os.path.join(config.get("DCNET_OVS_RUNDIR"), f"dcnet-ovs-{fab.prefix}")
         shutil.rmtree(self.dir, ignore_errors=True)
         os.makedirs(self.dir)
         self.env = dict(os.environ, OVS_RUNDIR=self.dir, OVS_LOGDIR=self.dir, OVS_DBDIR=self.dir,

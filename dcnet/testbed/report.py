@@ -911,8 +911,8 @@ def build(raw, out, plot=True):
     return res
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, prog=None):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     ap.add_argument("raw")
     ap.add_argument("--out", required=True)
     ap.add_argument("--no-plots", action="store_true")

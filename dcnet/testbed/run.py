@@ -58,6 +58,7 @@ import tempfile
 import threading
 import time
 
+from dcnet import config, progress
 from dcnet import ROOT, hostrun, partial
 from dcnet.stats import CPU_LIMIT, cpu_sample as cpu_busy
 
@@ -738,9 +739,13 @@ def guest_main(a):
                          sport_base=SPORT_BASE, sport_lane=SPORT_LANE,
                          hash_fields=exp.get("hash_fields", HASH_FIELDS),
                          experiment=exp), runs=[])
+    # the cells, for the host's progress lines (dcnet/progress.py)
+    progress.start(len(cells_of(exp, getattr(a, "cells", None))))
     for scheme in exp["schemes"]:
         topo = topology_for(exp, scheme)
         for wl in exp["workloads"]:
+            if not cell_selected(getattr(a, "cells", None), scheme, wl):
+                continue
             t0 = time.time()
             fab = Fabric(topo, mode=scheme.get("mode", "ecmp"), subflows=scheme.get("subflows", 8),
                          hash_seed=exp.get("hash_seed", HASH_SEED), flowcell_bytes=scheme.get("flowcell_bytes"),
@@ -773,7 +778,7 @@ def guest_main(a):
             raw["runs"].append(run)
             # the cells so far, for a boot stopped before its end
             # (testbed/report.py reads it like raw.json)
-            part = os.path.join(os.environ.get("DCNET_OUT", a.out), "raw.partial.json")
+            part = os.path.join((config.get("DCNET_OUT") or a.out), "raw.partial.json")
             with open(part + ".tmp", "w") as f:
                 json.dump(raw, f)
             os.replace(part + ".tmp", part)
@@ -782,10 +787,11 @@ def guest_main(a):
             tp = [r["tput_bps"] for r in run["flows"] if r["tput_bps"] is not None]
             print(f"{scheme['name']:8s} {wl.get('label', wl['name']):10s} built in {fab.t_build:.1f} s, run {time.time() - t0:.0f} s:"
                   f" {len(tp)}/{len(flows)} flows, mean {sum(tp) / max(1, len(tp)) / 1e6:.2f} Mbit/s", flush=True)
-    with open(os.path.join(os.environ.get("DCNET_OUT", a.out), "raw.json"), "w") as f:
+            progress.cell_done(cell_name(scheme, wl))
+    with open(os.path.join((config.get("DCNET_OUT") or a.out), "raw.json"), "w") as f:
         json.dump(raw, f)
     try:
-        os.unlink(os.path.join(os.environ.get("DCNET_OUT", a.out), "raw.partial.json"))
+        os.unlink(os.path.join((config.get("DCNET_OUT") or a.out), "raw.partial.json"))
     except FileNotFoundError:
         pass
     failed = run_failures(raw)
@@ -795,11 +801,32 @@ def guest_main(a):
         sys.exit(1)
 
 
+def cell_name(scheme, wl):
+    """a cell's name: SCHEME/WORKLOAD (the workload's label, else its parts)"""
+    label = wl.get("label") or "+".join(p["name"] for p in [wl] + list(wl.get("with", [])))
+    return f"{scheme['name']}/{label}"
+
+
+def cell_selected(cells, scheme, wl):
+    """whether --cells (comma-separated shell patterns; None: all) selects a cell"""
+    if not cells:
+        return True
+    import fnmatch
+    return any(fnmatch.fnmatchcase(cell_name(scheme, wl), p.strip()) for p in cells.split(",") if p.strip())
+
+
+def cells_of(exp, cells=None):
+    """the names of the cells a run of exp makes, in order"""
+    return [cell_name(s, w) for s in exp["schemes"] for w in exp["workloads"] if cell_selected(cells, s, w)]
+
+
 def guest_cmd(a, out):
     cmd = [hostrun.GUEST_PY, os.path.join(HERE, "run.py"), "--guest",
            "--experiment", os.path.abspath(a.experiment), "--out", out]
     if a.duration:
         cmd += ["--duration", str(a.duration)]
+    if getattr(a, "cells", None):
+        cmd += ["--cells", a.cells]
     return cmd
 
 
@@ -831,19 +858,23 @@ CELL_WALL_PER_TRAFFIC_S = 20
 CELL_SETUP_S = 300
 
 
-def boot_timeout(exp):
-    """seconds of wall time a boot of experiment exp may take"""
-    cells = len(exp["schemes"]) * len(exp["workloads"])
+def boot_timeout(exp, selected=None):
+    """seconds of wall time a boot of experiment exp may take (of its
+    cells --cells selects)"""
+    cells = len(cells_of(exp, selected)) if selected else len(exp["schemes"]) * len(exp["workloads"])
     traffic = exp.get("omit_s", 0) + exp.get("duration_s", 10)
-    scale = float(os.environ.get("DCNET_TIMEOUT_SCALE", "1"))
+    scale = config.get("DCNET_TIMEOUT_SCALE")
     return int(max(3600, cells * (CELL_SETUP_S + CELL_WALL_PER_TRAFFIC_S * traffic)) * scale)
 
 
 def host_main(a):
     from dcnet.testbed import report
     exp = load_experiment(a.experiment, a.duration)       # before any boot
+    cells = getattr(a, "cells", None)
+    if not cells_of(exp, cells):
+        sys.exit(f"testbed: --cells {cells!r} selects none of: " + ", ".join(cells_of(exp)))
     if a.timeout is None:
-        a.timeout = boot_timeout(exp)
+        a.timeout = boot_timeout(exp, cells)
     out = os.path.abspath(a.out)
     outs = hostrun.run_dirs(out, a.repeat)
     n = len(outs)
@@ -883,21 +914,41 @@ def host_main(a):
         sys.exit("testbed: the guest run failed")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def reanalyse(a):
+    """--reanalyse DIR: the report of a finished run (DIR/raw.json[.xz], or
+    DIR/run*/ of a --repeat run) again, into --out, without a boot"""
+    from dcnet.testbed import report
+
+    def analyse(raw):
+        report.validate(raw, "raw")
+        res = report.analyse(raw)
+        report.validate(res, "results")
+        return res
+
+    def render(raw, res, out):
+        report.markdown(res, report.plots(raw, res, out), out)
+    if os.path.abspath(a.reanalyse) == os.path.abspath(a.out):
+        sys.exit("testbed: --reanalyse DIR needs another --out (DIR keeps the run as it was)")
+    results = hostrun.reanalyse(a.reanalyse, a.out, analyse, render, "testbed")
+    return 1 if any(r.get("failed") for r in results) else 0
+
+
+def main(argv=None, prog=None):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     ap.add_argument("--guest", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--experiment", default=os.path.join(HERE, "experiments", "default.json"))
     hostrun.add_args(ap, os.path.join(ROOT, "results", "testbed"))
     # default: from the experiment's size (boot_timeout())
     ap.set_defaults(timeout=None)
     ap.add_argument("--duration", type=float, default=0, help="override the experiment's seconds per run")
-    a = ap.parse_args()
+    ap.add_argument("--cells", default=None, metavar="SCHEME/WORKLOAD,...",
+                    help="run only these cells (shell patterns on SCHEME/WORKLOAD, the names "
+                         "the report uses; e.g. 'ecmp/*,*/stride')")
+    a = ap.parse_args(argv)
     if a.duration < 0:
         ap.error("--duration must be > 0 (or 0: the experiment's)")
     if a.reanalyse:
-        # the testbed's report is its own step: testbed/report.py
-        ap.error("--reanalyse is for bench/*.py; the testbed rebuilds a report with "
-                 "testbed/report.py RAW.json --out DIR")
+        return reanalyse(a)
     (guest_main if a.guest else host_main)(a)
 
 

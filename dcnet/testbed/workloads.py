@@ -353,8 +353,8 @@ def generate(name, hosts, **params):
     return WORKLOADS[name](list(hosts), **params)
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description="print a workload's flows as JSON")
+def main(argv=None, prog=None):
+    ap = argparse.ArgumentParser(prog=prog, description="print a workload's flows as JSON")
     ap.add_argument("workload", choices=sorted(WORKLOADS))
     ap.add_argument("--hosts", required=True, help="comma-separated host names, e.g. h1,h2,h3")
     ap.add_argument("--stride", type=int, default=8)

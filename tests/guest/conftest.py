@@ -2,11 +2,12 @@ import os
 
 import pytest
 
+from dcnet import config as dcnet_config
 from dcnet.testbed.netlab import Lab
 
 
 def pytest_configure(config):
-    if os.geteuid() != 0 or not os.environ.get("DCNET_OUT"):
+    if os.geteuid() != 0 or not dcnet_config.get("DCNET_OUT"):
         raise pytest.UsageError("tests/guest runs inside the VM: scripts/check.sh (make check)")
     # The tools the tests execute, copied to the guest's tmpfs and first in
     # PATH (before the test modules read DCNET_TC): an exec from the 9p

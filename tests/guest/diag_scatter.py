@@ -9,15 +9,16 @@ per transfer on stdout, all of them in $DCNET_OUT/diag.json.
 arguments: the delays in ms (comma separated), the runs per case.
 """
 import json
-import os
 import sys
+
+from dcnet import config
 
 from dcnet.warm import install_for_guest
 install_for_guest()
 import test_fastlane_oob as t
 from dcnet.testbed.netlab import Lab, sh
 
-out = os.environ["DCNET_OUT"]
+out = config.get("DCNET_OUT")
 lab = Lab(["h1", "h2"], prefix="oo")
 KEYS = ("TcpRetransSegs", "TcpExtTCPLossProbes", "TcpExtTCPSackRecovery",
         "TcpExtTCPDSACKRecv", "TcpExtTCPFastLaneScatterHeld", "TcpExtTCPOFOQueue",

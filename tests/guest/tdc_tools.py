@@ -14,6 +14,8 @@ import shutil
 import subprocess
 import sys
 
+from dcnet import config
+
 NS_TICKS = 600      # 0.1 s each: nsPlugin waits up to 60 s for a netns
 
 # nsPlugin (without pyroute2) writes its namespace commands into one
@@ -47,7 +49,7 @@ NS_SYNCED = NS_BATCHED + """        # dcnet (tests/guest/tdc_tools.py): wait for
 
 
 def tdc_dir():
-    roots = [os.environ["DCNET_KSRC"]] if os.environ.get("DCNET_KSRC") else sorted(
+    roots = [config.get("DCNET_KSRC")] if config.get("DCNET_KSRC") else sorted(
         glob.glob(os.path.expanduser("~/.cache/dcnet/*/linux")), key=os.path.getmtime, reverse=True)
     for r in roots:
         d = os.path.join(r, "tools", "testing", "selftests", "tc-testing")
@@ -92,7 +94,7 @@ def synced(work):
 def run_tdc(src, tmp_path, suites, tap_name, timeout):
     """suites: [(path of a JSON suite, its name under tc-tests/qdiscs)];
     returns the names of the cases that passed"""
-    tc = os.environ.get("DCNET_TC")
+    tc = config.get("DCNET_TC") if config.is_set("DCNET_TC") else None
     assert tc and os.path.exists(tc), "the patched tc was not built (make iproute2)"
     work = tmp_path / "tc-testing"
     shutil.copytree(src, work, ignore=shutil.ignore_patterns("tc-tests"))
@@ -109,7 +111,7 @@ def run_tdc(src, tmp_path, suites, tap_name, timeout):
     p = subprocess.run([sys.executable, "tdc.py", "-p", tc, "-f"] + files,
                        cwd=work, capture_output=True, text=True, timeout=timeout)
     out = p.stdout + p.stderr
-    with open(os.path.join(os.environ["DCNET_OUT"], tap_name), "w") as f:
+    with open(os.path.join(config.get("DCNET_OUT"), tap_name), "w") as f:
         f.write(out)
     ok = re.findall(r"^ok \d+ (\w+)", out, re.M)
     bad = re.findall(r"^not ok \d+ .*$", out, re.M)

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from dcnet import config
 from dcnet.testbed.netlab import DLTRAFFIC, json_lines, monotonic_us, sh
 
 from dcnet.wait import scaled, wait_until
@@ -424,7 +425,7 @@ def two_flows(lab, deadlines, cc="d2tcp", v6=False, tag="", start_server=True):
     # keep the time series (bytes, cwnd, srtt, alpha) for a failure's post mortem
     name = os.environ.get("PYTEST_CURRENT_TEST", "two_flows").split(" ")[0]
     name = "".join(c if c.isalnum() else "_" for c in name.split("::")[-1])
-    with open(os.path.join(os.environ["DCNET_OUT"], f"{name}{tag}.json"), "w") as f:
+    with open(os.path.join(config.get("DCNET_OUT"), f"{name}{tag}.json"), "w") as f:
         json.dump(dict(flows=recs, samples=samples, qdisc=lab.qdisc_stats("h3")), f)
     by_id = {}
     for r in sorted(samples, key=lambda r: r["t_us"]):
@@ -484,7 +485,7 @@ def both_mbit(recs, samples):
 
 # IPv4 and IPv6 (make check takes about 11 minutes since the guest's
 # toolbox; DCNET_D2TCP_V6=0 leaves the IPv6 runs out).
-V6_SHARE = [False] if os.environ.get("DCNET_D2TCP_V6") == "0" else [False, True]
+V6_SHARE = [False, True] if config.get("DCNET_D2TCP_V6") else [False]
 
 
 @pytest.mark.parametrize("v6", V6_SHARE)

@@ -18,13 +18,14 @@ import time
 
 import pytest
 
+from dcnet import config
 from dcnet.testbed.fabric import netns, ns_exec
 from dcnet.testbed.netlab import sh, tc, tc_fails
 from pktutil import inet_csum
 
 from dcnet.wait import wait_until
 
-TC = os.environ.get("DCNET_TC", "tc")
+TC = config.get("DCNET_TC")
 DSCP = 45
 ETH_P_ALL = 0x0003
 SO_RCVBUFFORCE = 33

@@ -20,13 +20,14 @@ import time
 
 import pytest
 
+from dcnet import config
 from dcnet.wait import scaled, wait_until
 from dcnet.testbed.fabric import ns_exec
 from dcnet.testbed.netlab import DLTRAFFIC, json_lines, sh, tc, tc_binary, tc_fails
 from pktutil import inet_csum
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TC = os.environ.get("DCNET_TC", "tc")
+TC = config.get("DCNET_TC")
 SYSTEM_TC = "/usr/sbin/tc" if os.path.exists("/usr/sbin/tc") else "/sbin/tc"
 # The debug guest under TCG moves a few Mbit/s per flow, less while other
 # processes run (a flow shaped to 2 Mbit/s got 1.2-1.5 Mbit/s and rarely
@@ -396,7 +397,7 @@ def stop(p):
 
 
 def rwnd_run(lab, v6, tag, nbytes=FLOW_BYTES):
-    out = os.environ["DCNET_OUT"]
+    out = config.get("DCNET_OUT")
     before = os.path.join(out, f"rwnd-{tag}-limiter-in.pcap")
     after = os.path.join(out, f"rwnd-{tag}-sender-in.pcap")
     c1 = capture(lab, lab.sw, "h3", before)
@@ -509,7 +510,7 @@ def test_rwnd_window_scale_when_one_side_does_not_scale(lab_factory, off, v6):
         sh("sysctl -qw net.ipv4.tcp_ecn=0", ns=lab.ns(h))
     sh("sysctl -qw net.ipv4.tcp_window_scaling=0", ns=lab.ns(off))
     limiter(lab, f"ecn_thresh {K} ecn_mode rwnd", rate=f"{RWND_RATE_KBIT}kbit")
-    out = os.environ["DCNET_OUT"]
+    out = config.get("DCNET_OUT")
     pcap = os.path.join(out, f"wscale-{off}-{6 if v6 else 4}.pcap")
     cap = capture_filter(lab, lab.ns("h1"), "eth0", pcap, "tcp and dst port 5003")
     nbytes = 200_000

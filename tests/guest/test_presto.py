@@ -21,6 +21,7 @@ import time
 
 import pytest
 
+from dcnet import config
 from dcnet.testbed.fabric import Fabric, Topology, netns
 from dcnet.testbed import presto
 
@@ -36,7 +37,7 @@ def have_ovs():
         return False
 
 
-pytestmark = pytest.mark.skipif(not have_ovs() and not os.environ.get("DCNET_REQUIRE_OVS"),
+pytestmark = pytest.mark.skipif(not have_ovs() and not config.get("DCNET_REQUIRE_OVS"),
                                 reason="the patched Open vSwitch is not built (make ovs)")
 
 
@@ -322,7 +323,7 @@ def test_later_flowcells_cause_no_upcall(plane):
     later = upcalls(text[mid:])
     mine = [u for u in later if u[1] in main]
     other = [u for u in later if u[1] not in main]
-    with open(os.path.join(os.environ.get("DCNET_OUT", "/tmp"), "presto-upcalls.jsonl"), "a") as f:
+    with open(os.path.join((config.get("DCNET_OUT") or "/tmp"), "presto-upcalls.jsonl"), "a") as f:
         f.write(json.dumps(dict(warm_up_upcalls=len(warm_up), connection_upcalls=len(mine),
                                 other_upcalls=len(other), dp_missed=miss2 - miss1,
                                 dp_hit=hit2 - hit1, other_keys=[u[2] for u in other][:20],

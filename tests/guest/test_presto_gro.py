@@ -22,6 +22,7 @@ import time
 
 import pytest
 
+from dcnet import config
 from dcnet.wait import wait_until
 from pktutil import inet_csum
 
@@ -365,7 +366,7 @@ def test_held_segments_at_teardown(lab_once):
 
 # --- a real connection through the relay --------------------------------------
 
-OUT = os.environ.get("DCNET_OUT", "/tmp")
+OUT = (config.get("DCNET_OUT") or "/tmp")
 
 
 def transfer(v6, nbytes, mode, delay_ms=10, tag="x"):
@@ -429,7 +430,7 @@ def test_swapped_flowcells_hidden_from_tcp(lab, v6):
     knob("enabled", 1)
     on, st = transfer(v6, nbytes, "reorder", tag=f"{fam}-presto")
     c = delta(lab)
-    with open(os.path.join(os.environ.get("DCNET_OUT", "/tmp"), "presto-gro-measured.jsonl"),
+    with open(os.path.join((config.get("DCNET_OUT") or "/tmp"), "presto-gro-measured.jsonl"),
               "a") as f:
         # the sender's repathing (a new flow label in IPv6): RTOs and
         # duplicate data make TCP pick a new hash

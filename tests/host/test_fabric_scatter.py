@@ -8,6 +8,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from dcnet.testbed import fabric
+from dcnet.testbed.modes import scatter
 from dcnet.testbed.experiment import ExperimentError, validate_experiment
 
 
@@ -23,8 +24,8 @@ def planned(mode="scatter", **topo):
 
 def test_scatter_rules_and_tables_at_a_leaf():
     fab = planned()
-    assert fab.scatter_rules("l1") == [f"rule add fwmark {k} table {100 + k} pref {100 + k}" for k in (1, 2, 3, 4)]
-    routes = fab.scatter_routes("l1")
+    assert scatter.rules(fab, "l1") == [f"rule add fwmark {k} table {100 + k} pref {100 + k}" for k in (1, 2, 3, 4)]
+    routes = scatter.routes(fab, "l1")
     # spine k's table: the three other leaves, all through spine k; no
     # route to l1's own hosts (a miss falls through to the main table)
     for k in (1, 2, 3, 4):
@@ -36,7 +37,7 @@ def test_scatter_rules_and_tables_at_a_leaf():
 
 def test_scatter_filters_round_robin_by_ip_id():
     fab = planned()
-    lines = fab.scatter_filters("l2")
+    lines = scatter.filters(fab, "l2")
     ports = [f"h{i}" for i in (5, 6, 7, 8)]           # l2's hosts
     assert [ln for ln in lines if "ingress" in ln] == [f"qdisc add dev {p} handle ffff: ingress" for p in ports]
     for p in ports:
@@ -48,14 +49,14 @@ def test_scatter_filters_round_robin_by_ip_id():
 
 def test_scatter_with_three_spines_covers_every_id():
     fab = planned(spines=3, leaves=2, hosts_per_leaf=1)
-    marks = [int(ln.split()[-1]) for ln in fab.scatter_filters("l1") if "skbedit" in ln]
-    assert marks == [1, 2, 3, 1] and "0x0003 at 4" in fab.scatter_filters("l1")[1]
+    marks = [int(ln.split()[-1]) for ln in scatter.filters(fab, "l1") if "skbedit" in ln]
+    assert marks == [1, 2, 3, 1] and "0x0003 at 4" in scatter.filters(fab, "l1")[1]
 
 
 def test_scatter_routes_avoid_a_cut_link():
     fab = planned()
     fab.down.add(frozenset({("l1", "s2"), ("s2", "l1")}))
-    routes = fab.scatter_routes("l1")
+    routes = scatter.routes(fab, "l1")
     assert not any("dev s2" in r for r in routes)
     # spine 2's table still reaches every other leaf, through another spine
     assert sorted(r.split()[2] for r in routes if r.endswith("table 102")) == ["10.2.0.0/16", "10.3.0.0/16",

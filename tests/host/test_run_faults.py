@@ -134,7 +134,7 @@ def test_host_fails_a_run_with_fault_errors(tmp_path, monkeypatch, capsys, guest
     monkeypatch.setattr(report, "plots", lambda raw, res, out: [])
 
     def fake_vmrun(argv, **kw):
-        assert argv[1].endswith("vmrun.py")
+        assert argv[1:3] == ["-m", "dcnet.host.vmrun"] and kw.get("cwd") == run.ROOT
         assert not (out / "raw.json").exists()
         (out / "guest.log").write_text("guest says hi\n")
         (out / "raw.json").write_text(json.dumps(raw_with(errors)))

@@ -33,8 +33,10 @@ def test_the_condition_is_polled_at_least_once(monkeypatch):
 def test_timeout_scale(monkeypatch):
     monkeypatch.setenv("DCNET_TIMEOUT_SCALE", "3")
     assert wait.scaled(2) == 6
+    # a bad value is an error that names it (dcnet/config.py), not a silent 1
     monkeypatch.setenv("DCNET_TIMEOUT_SCALE", "junk")
-    assert wait.scaled(2) == 2
+    with pytest.raises(SystemExit, match="DCNET_TIMEOUT_SCALE='junk'.*want a number"):
+        wait.scaled(2)
     monkeypatch.setenv("DCNET_TIMEOUT_SCALE", "2")
     t0 = time.monotonic()
     with pytest.raises(WaitTimeout) as e:
