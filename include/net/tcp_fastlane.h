@@ -11,7 +11,9 @@
 #ifndef _NET_TCP_FASTLANE_H
 #define _NET_TCP_FASTLANE_H
 
+#include <linux/jump_label_ratelimit.h>
 #include <linux/skbuff.h>
+#include <linux/sysctl.h>
 #include <linux/tcp.h>
 #include <linux/types.h>
 #include <net/net_namespace.h>
@@ -378,11 +380,46 @@ static inline bool tcp_fastlane_tail_pushes(bool holding, bool new_data,
 	       retrans_out >= lost_out;
 }
 
+/* Algorithm 1's bound_sim for one pass of tcp_xmit_retransmit_queue()
+ * (on its stack: nothing of it outlives the pass)
+ */
+struct tcp_fastlane_pass {
+	u32	sim_retx;	/* notified segments' resends in flight */
+	u32	bound_sim;	/* alpha / max(retx), rounded up */
+	bool	throttling;	/* bound_sim applies to this pass */
+};
+
 #if IS_ENABLED(CONFIG_TCP_FASTLANE)
+
+/* On while a namespace has net.ipv4.tcp_fastlane on, or a notification
+ * waits in a socket's backlog (each holds a reference).  Every hook that
+ * FastLane adds to the IP and TCP paths tests it first: with the knob off
+ * in every namespace, each test is a NOP in the stock code.  Disabling
+ * is deferred (HZ), as for tcp_md5_needed: the last reference may be
+ * dropped in softirq.
+ */
+extern struct static_key_false_deferred tcp_fastlane_needed;
+
+static inline bool tcp_fastlane_active(void)
+{
+	return static_branch_unlikely(&tcp_fastlane_needed.key);
+}
+
+int proc_tcp_fastlane(const struct ctl_table *table, int write, void *buffer,
+		      size_t *lenp, loff_t *ppos);
 
 static inline bool tcp_fastlane_on(const struct net *net)
 {
-	return READ_ONCE(net->ipv4.sysctl_tcp_fastlane);
+	return tcp_fastlane_active() &&
+	       READ_ONCE(net->ipv4.sysctl_tcp_fastlane);
+}
+
+/* A notification that waited in the backlog (tcp_v{4,6}_do_rcv()): its
+ * reference keeps the key on until it is handled
+ */
+static inline bool tcp_fastlane_backlogged(const struct sk_buff *skb)
+{
+	return tcp_fastlane_active() && unlikely(TCP_SKB_CB(skb)->fastlane);
 }
 
 /* Does @sk put the timeout count on its segments?  Not an MPTCP subflow:
@@ -398,7 +435,7 @@ static inline bool tcp_fastlane_sends_timeouts(const struct sock *sk)
 static inline bool tcp_fastlane_nf(const struct net *net, u8 dsfield,
 				   u8 proto)
 {
-	return proto == IPPROTO_TCP &&
+	return tcp_fastlane_active() && proto == IPPROTO_TCP &&
 	       READ_ONCE(net->ipv4.sysctl_tcp_fastlane) &&
 	       (dsfield >> 2) == READ_ONCE(net->ipv4.sysctl_tcp_fastlane_dscp);
 }
@@ -406,7 +443,7 @@ static inline bool tcp_fastlane_nf(const struct net *net, u8 dsfield,
 /* Algorithm 1: no new data while the socket recovers from notifications,
  * that is until snd_una reaches the high_seq of the recovery they started
  * or joined (or it ends otherwise: a timeout takes over).  From
- * tcp_write_xmit().  fastlane.recovering says that the socket's recovery
+ * tcp_write_xmit().  fl_recovering says that the socket's recovery
  * is such a one; it outlives the hold: a socket without SACK stays in
  * CA_Recovery at snd_una == high_seq until data above it is acknowledged
  * (tcp_is_non_sack_preventing_reopen()), and only then ends the recovery
@@ -416,12 +453,12 @@ static inline bool tcp_fastlane_holds_new_data(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 
-	if (likely(!tp->fastlane.recovering))
+	if (!tcp_fastlane_active() || likely(!tp->fl_recovering))
 		return false;
 	if (inet_csk(sk)->icsk_ca_state != TCP_CA_Recovery ||
 	    tp->high_seq != tp->fastlane.high_seq) {
 		/* that recovery is over (a timeout, or another one) */
-		tp->fastlane.recovering = 0;
+		tp->fl_recovering = 0;
 		return false;
 	}
 	return tcp_fastlane_hold(true, tp->high_seq, tp->fastlane.high_seq,
@@ -440,10 +477,10 @@ static inline bool tcp_fastlane_end_recovery(struct tcp_sock *tp)
 {
 	bool notified;
 
-	if (likely(!tp->fastlane.recovering))
+	if (!tcp_fastlane_active() || likely(!tp->fl_recovering))
 		return false;
 	notified = tp->fastlane.high_seq == tp->high_seq;
-	tp->fastlane.recovering = 0;
+	tp->fl_recovering = 0;
 	return notified;
 }
 
@@ -454,7 +491,7 @@ void __tcp_fastlane_tsq_write(struct sock *sk);
  */
 static inline void tcp_fastlane_tsq_write(struct sock *sk)
 {
-	if (unlikely(tcp_sk(sk)->fastlane.recovering))
+	if (tcp_fastlane_active() && unlikely(tcp_sk(sk)->fl_recovering))
 		__tcp_fastlane_tsq_write(sk);
 }
 
@@ -466,30 +503,39 @@ bool tcp_fastlane_push_one(struct sock *sk);
  */
 static inline void tcp_fastlane_tail_push(struct sock *sk)
 {
-	if (unlikely(tcp_sk(sk)->fastlane.recovering))
+	if (tcp_fastlane_active() && unlikely(tcp_sk(sk)->fl_recovering))
 		__tcp_fastlane_tail_push(sk);
 }
 
-bool tcp_fastlane_v4_rcv(struct net *net, struct sk_buff *skb);
+bool __tcp_fastlane_v4_rcv(struct net *net, struct sk_buff *skb);
 bool tcp_fastlane_is_nf(struct sk_buff *skb);
 void tcp_fastlane_rcv(struct net *net, struct sock *sk, struct sk_buff *skb);
 void tcp_fastlane_backlog_rcv(struct sock *sk, struct sk_buff *skb);
-void __tcp_fastlane_retx_begin(struct sock *sk);
-int __tcp_fastlane_retx_segs(struct sock *sk, struct sk_buff *skb,
-			     bool lowest, int segs);
+bool __tcp_fastlane_retx_begin(struct sock *sk, struct tcp_fastlane_pass *p);
+int __tcp_fastlane_retx_segs(struct sock *sk, struct tcp_fastlane_pass *p,
+			     struct sk_buff *skb, bool lowest, int segs);
+
+/* From tcp_v4_rcv(), before the checksum check: is @skb a notification
+ * (then consumed)?
+ */
+static inline bool tcp_fastlane_v4_rcv(struct net *net, struct sk_buff *skb)
+{
+	if (!tcp_fastlane_active())
+		return false;
+	return __tcp_fastlane_v4_rcv(net, skb);
+}
 
 /* Algorithm 1's bound_sim, from tcp_xmit_retransmit_queue(): before a
  * pass over the retransmit queue, count the notified segments' resends
  * in flight (sim_retx) and the bound, when notifications drive the
  * recovery
  */
-static inline void tcp_fastlane_retx_begin(struct sock *sk)
+static inline void tcp_fastlane_retx_begin(struct sock *sk,
+					   struct tcp_fastlane_pass *p)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
-
-	tp->fastlane.throttling = 0;
-	if (unlikely(tp->fastlane.recovering))
-		__tcp_fastlane_retx_begin(sk);
+	p->throttling = tcp_fastlane_active() &&
+			unlikely(tcp_sk(sk)->fl_recovering) &&
+			__tcp_fastlane_retx_begin(sk, p);
 }
 
 /* ... and for each lost skb of the pass, how many of @segs segments may
@@ -497,18 +543,25 @@ static inline void tcp_fastlane_retx_begin(struct sock *sk)
  * the retransmit hint stays on it).  Only segments notifications named
  * are throttled; the lowest sequence always goes.
  */
-static inline int tcp_fastlane_retx_segs(struct sock *sk, struct sk_buff *skb,
-					 bool lowest, int segs)
+static inline int tcp_fastlane_retx_segs(struct sock *sk,
+					 struct tcp_fastlane_pass *p,
+					 struct sk_buff *skb, bool lowest,
+					 int segs)
 {
-	if (likely(!tcp_sk(sk)->fastlane.throttling) ||
+	if (!tcp_fastlane_active() || likely(!p->throttling) ||
 	    !TCP_SKB_CB(skb)->tx.fastlane_retx)
 		return segs;
-	return __tcp_fastlane_retx_segs(sk, skb, lowest, segs);
+	return __tcp_fastlane_retx_segs(sk, p, skb, lowest, segs);
 }
 
 #else
 
 static inline bool tcp_fastlane_on(const struct net *net)
+{
+	return false;
+}
+
+static inline bool tcp_fastlane_backlogged(const struct sk_buff *skb)
 {
 	return false;
 }
@@ -550,8 +603,10 @@ static inline bool tcp_fastlane_end_recovery(struct tcp_sock *tp)
 	return false;
 }
 
-static inline void tcp_fastlane_retx_begin(struct sock *sk)
+static inline void tcp_fastlane_retx_begin(struct sock *sk,
+					   struct tcp_fastlane_pass *p)
 {
+	p->throttling = false;
 }
 
 static inline void tcp_fastlane_tsq_write(struct sock *sk)
@@ -562,8 +617,10 @@ static inline void tcp_fastlane_tail_push(struct sock *sk)
 {
 }
 
-static inline int tcp_fastlane_retx_segs(struct sock *sk, struct sk_buff *skb,
-					 bool lowest, int segs)
+static inline int tcp_fastlane_retx_segs(struct sock *sk,
+					 struct tcp_fastlane_pass *p,
+					 struct sk_buff *skb, bool lowest,
+					 int segs)
 {
 	return segs;
 }

@@ -28,8 +28,10 @@
 #ifndef _NET_TCP_FASTLANE_OFO_H
 #define _NET_TCP_FASTLANE_OFO_H
 
+#include <linux/jump_label.h>
 #include <linux/skbuff.h>
 #include <linux/sockptr.h>
+#include <linux/sysctl.h>
 #include <linux/tcp.h>
 #include <linux/types.h>
 #include <linux/unaligned.h>
@@ -148,9 +150,26 @@ static inline u32 tcp_fl_ofo_sum(u32 sum, u32 *edge, bool first, u32 seq,
 
 #if IS_ENABLED(CONFIG_TCP_FASTLANE_OFO)
 
+/* On while a namespace has net.ipv4.tcp_fastlane_ofo or
+ * net.ipv4.tcp_fastlane_scatter on (a reference for each), and for good
+ * once a socket has set TCP_FASTLANE_SCATTER: every hook of the option
+ * and of scatter mode in the TCP paths tests it first, so that with the
+ * knobs off they are the stock code (a NOP in place of each test).
+ */
+DECLARE_STATIC_KEY_FALSE(tcp_fl_ofo_needed);
+
+static inline bool tcp_fl_ofo_active(void)
+{
+	return static_branch_unlikely(&tcp_fl_ofo_needed);
+}
+
+int proc_tcp_fastlane_ofo(const struct ctl_table *table, int write,
+			  void *buffer, size_t *lenp, loff_t *ppos);
+
 static inline bool tcp_fl_ofo_on(const struct net *net)
 {
-	return READ_ONCE(net->ipv4.sysctl_tcp_fastlane_ofo);
+	return tcp_fl_ofo_active() &&
+	       READ_ONCE(net->ipv4.sysctl_tcp_fastlane_ofo);
 }
 
 /* tcp_parse_options() found an option of our ExID at @p (its ExID) on
@@ -168,9 +187,13 @@ static inline void tcp_fl_ofo_rx_parse(struct tcp_options_received *rx,
 	rx->fl_ofo_val = val;
 }
 
+/* The per-segment clear of the receive paths that do not parse options
+ * (tcp_parse_options() clears it with saw_unknown, in the same byte)
+ */
 static inline void tcp_fl_ofo_rx_clear(struct tcp_options_received *rx)
 {
-	rx->fl_ofo_saw = TCP_FL_OFO_NONE;
+	if (tcp_fl_ofo_active())
+		rx->fl_ofo_saw = TCP_FL_OFO_NONE;
 }
 
 /* Is the socket in packet-scatter mode?  Its own setting
@@ -180,15 +203,17 @@ static inline bool tcp_fl_scatter(const struct sock *sk)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
 
-	if (tp->fl_ofo.scatter_set)
-		return tp->fl_ofo.scatter;
+	if (!tcp_fl_ofo_active())
+		return false;
+	if (tp->fl_scatter_set)
+		return tp->fl_scatter;
 	return READ_ONCE(sock_net(sk)->ipv4.sysctl_tcp_fastlane_scatter);
 }
 
 /* The segments tcp_cwnd_test() may send beyond the congestion window */
 static inline u32 tcp_fl_ofo_cwnd_extra(const struct tcp_sock *tp)
 {
-	if (likely(!tp->fl_ofo.infl))
+	if (!tcp_fl_ofo_active() || likely(!tp->fl_ofo.infl))
 		return 0;
 	return tcp_fl_ofo_extra(tp->fl_ofo.infl, tp->mss_cache,
 				tp->sacked_out);
@@ -197,7 +222,7 @@ static inline u32 tcp_fl_ofo_cwnd_extra(const struct tcp_sock *tp)
 /* Does the receiver side of @sk send the option on its next segment? */
 static inline bool tcp_fl_ofo_want(const struct tcp_sock *tp)
 {
-	return unlikely(tp->fl_ofo.ok) &&
+	return tcp_fl_ofo_active() && unlikely(tp->fl_ofo_ok) &&
 	       !RB_EMPTY_ROOT(&tp->out_of_order_queue);
 }
 
@@ -225,6 +250,11 @@ int tcp_fl_ofo_getsockopt(struct sock *sk, int optname, sockptr_t optval,
 int tcp_fl_ofo_diag_put(struct sk_buff *skb, struct sock *sk);
 
 #else
+
+static inline bool tcp_fl_ofo_active(void)
+{
+	return false;
+}
 
 static inline bool tcp_fl_ofo_on(const struct net *net)
 {

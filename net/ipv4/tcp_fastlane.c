@@ -75,7 +75,10 @@
  */
 
 #include <linux/filter.h>
+#include <linux/jump_label_ratelimit.h>
 #include <linux/kernel.h>
+#include <linux/mutex.h>
+#include <linux/sysctl.h>
 #include <linux/tcp.h>
 #include <net/inet_hashtables.h>
 #include <net/ip.h>
@@ -139,14 +142,14 @@ static void tcp_fastlane_clear_marks(struct sock *sk)
 		TCP_SKB_CB(skb)->tx.fastlane_retx = 0;
 }
 
-void __tcp_fastlane_retx_begin(struct sock *sk)
+bool __tcp_fastlane_retx_begin(struct sock *sk, struct tcp_fastlane_pass *p)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	u32 sim_retx = 0, max_retx = 0;
 	struct sk_buff *skb;
 
 	if (!tcp_fastlane_holds_new_data(sk))
-		return;
+		return false;
 	/* entry.issent: the notified skb's resend is in flight */
 	skb_rbtree_walk(skb, &sk->tcp_rtx_queue) {
 		u32 retx = TCP_SKB_CB(skb)->tx.fastlane_retx;
@@ -157,38 +160,36 @@ void __tcp_fastlane_retx_begin(struct sock *sk)
 		if (TCP_SKB_CB(skb)->sacked & TCPCB_SACKED_RETRANS)
 			sim_retx += tcp_skb_pcount(skb);
 	}
-	tp->fastlane.sim_retx = sim_retx;
-	tp->fastlane.bound_sim = tcp_fastlane_bound_sim(tp->fastlane.cwnd_entry,
-							max_retx);
-	tp->fastlane.throttling = 1;
+	p->sim_retx = sim_retx;
+	p->bound_sim = tcp_fastlane_bound_sim(tp->fastlane.cwnd_entry, max_retx);
+	return true;
 }
 EXPORT_SYMBOL_GPL(__tcp_fastlane_retx_begin);
 
-int __tcp_fastlane_retx_segs(struct sock *sk, struct sk_buff *skb,
-			     bool lowest, int segs)
+int __tcp_fastlane_retx_segs(struct sock *sk, struct tcp_fastlane_pass *p,
+			     struct sk_buff *skb, bool lowest, int segs)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct net *net = sock_net(sk);
 	int n;
 
-	n = tcp_fastlane_retx_allowance(tp->fastlane.sim_retx,
-					tp->fastlane.bound_sim, lowest, segs);
+	n = tcp_fastlane_retx_allowance(p->sim_retx, p->bound_sim, lowest, segs);
 	if (!n && segs > 0 &&
-	    tcp_fastlane_pairs(tcp_packets_in_flight(tp), tp->fastlane.sim_retx)) {
+	    tcp_fastlane_pairs(tcp_packets_in_flight(tp), p->sim_retx)) {
 		/* a lone resend in flight: this one goes with it */
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBOUNDPAIR);
-		tp->fastlane.sim_retx++;
+		p->sim_retx++;
 		return 1;
 	}
 	if (!n) {
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBOUNDTHROTTLED);
 		return 0;
 	}
-	if (tp->fastlane.sim_retx >= tp->fastlane.bound_sim)
+	if (p->sim_retx >= p->bound_sim)
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBOUNDLOWEST);
 	else
 		NET_ADD_STATS(net, LINUX_MIB_TCPFASTLANEBOUNDALLOWED, n);
-	tp->fastlane.sim_retx += n;
+	p->sim_retx += n;
 	return n;
 }
 EXPORT_SYMBOL_GPL(__tcp_fastlane_retx_segs);
@@ -199,7 +200,9 @@ EXPORT_SYMBOL_GPL(__tcp_fastlane_retx_segs);
 static u32 tcp_fastlane_rate_count(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	u64 now = tcp_clock_us();
+	u32 now = (u32)tcp_clock_us();	/* a u32 of microseconds: the
+					 * difference is right for 71 min
+					 */
 	u32 rtt = max_t(u32, tp->srtt_us >> 3, USEC_PER_MSEC);
 
 	if (now - tp->fastlane.window_us > rtt) {
@@ -235,9 +238,9 @@ static void tcp_fastlane_mark(struct sock *sk, struct sk_buff *skb,
 	/* Algorithm 1's list holds the segments notified since the last
 	 * timeout: after one, start it afresh
 	 */
-	if (tp->fastlane.rto_epoch != tp->total_rto) {
+	if (tp->fl_rto_epoch != tp->total_rto) {
 		tcp_fastlane_clear_marks(sk);
-		tp->fastlane.rto_epoch = tp->total_rto;
+		tp->fl_rto_epoch = tp->total_rto;
 	}
 	if (split && tcp_fastlane_split(sk, skb, nf->seq))
 		skb = skb_rb_next(skb);
@@ -279,10 +282,10 @@ static void tcp_fastlane_mark(struct sock *sk, struct sk_buff *skb,
 	 * the window at its entry (tcp_init_cwnd_reduction()'s prior_cwnd),
 	 * kept whole so that no half segment is lost (tcp_fastlane_bound_sim())
 	 */
-	if (!tp->fastlane.recovering || tp->fastlane.high_seq != tp->high_seq)
+	if (!tp->fl_recovering || tp->fastlane.high_seq != tp->high_seq)
 		tp->fastlane.cwnd_entry = max(tp->prior_cwnd, 1U);
 	/* no new data until this recovery ends (tcp_write_xmit()) */
-	tp->fastlane.recovering = 1;
+	tp->fl_recovering = 1;
 	tp->fastlane.high_seq = tp->high_seq;
 }
 
@@ -294,8 +297,10 @@ static void tcp_fastlane_mark(struct sock *sk, struct sk_buff *skb,
 static void tcp_fastlane_defer(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	u64 end_us = tp->fastlane.window_us + 1 +
-		     max_t(u32, tp->srtt_us >> 3, USEC_PER_MSEC);
+	u64 now_us = tcp_clock_us();
+	u32 left = tp->fastlane.window_us + 1 +
+		   max_t(u32, tp->srtt_us >> 3, USEC_PER_MSEC) - (u32)now_us;
+	u64 end_us = now_us + ((s32)left > 0 ? left : 0);
 
 	if (hrtimer_is_queued(&tp->pacing_timer))
 		return;		/* it runs tcp_tsq_write() anyway */
@@ -318,7 +323,7 @@ void __tcp_fastlane_tsq_write(struct sock *sk)
 					  TCP_SKB_CB(skb)->tx.fastlane_retx,
 					  sacked & TCPCB_LOST,
 					  sacked & TCPCB_SACKED_RETRANS,
-					  tp->fastlane.rto_epoch == tp->total_rto))
+					  tp->fl_rto_epoch == tp->total_rto))
 		return;
 	/* the resend is the one the notification would have made: it counts
 	 * against the cap, and waits for the next round trip if over it
@@ -687,6 +692,8 @@ void tcp_fastlane_backlog_rcv(struct sock *sk, struct sk_buff *skb)
 	if (tcp_fastlane_parse(sock_net(sk), skb, &nf))
 		tcp_fastlane_act(sk, &nf);
 	consume_skb(skb);
+	/* the reference tcp_fastlane_rcv() took for it */
+	static_branch_slow_dec_deferred(&tcp_fastlane_needed);
 }
 EXPORT_SYMBOL_GPL(tcp_fastlane_backlog_rcv);
 
@@ -801,11 +808,18 @@ void tcp_fastlane_rcv(struct net *net, struct sock *sk, struct sk_buff *skb)
 	if (!sock_owned_by_user(sk)) {
 		tcp_fastlane_act(sk, &nf);
 	} else {
-		/* like any segment: the owner processes it on release */
+		/* like any segment: the owner processes it on release.  It
+		 * holds a reference on the static key, so that the backlog's
+		 * test (tcp_fastlane_backlogged()) stays on until then; none
+		 * is taken once the key is being disabled.
+		 */
 		TCP_SKB_CB(skb)->fastlane = 1;
-		if (unlikely(sk_add_backlog(sk, skb,
-					    READ_ONCE(sk->sk_rcvbuf) +
-					    READ_ONCE(sk->sk_sndbuf)))) {
+		if (!static_key_fast_inc_not_disabled(&tcp_fastlane_needed.key.key)) {
+			NET_INC_STATS(net, LINUX_MIB_TCPFASTLANELOCKDROPPED);
+		} else if (unlikely(sk_add_backlog(sk, skb,
+						   READ_ONCE(sk->sk_rcvbuf) +
+						   READ_ONCE(sk->sk_sndbuf)))) {
+			static_branch_slow_dec_deferred(&tcp_fastlane_needed);
 			NET_INC_STATS(net, LINUX_MIB_TCPFASTLANELOCKDROPPED);
 		} else {
 			skb = NULL;
@@ -854,14 +868,14 @@ bool tcp_fastlane_is_nf(struct sk_buff *skb)
 EXPORT_SYMBOL_GPL(tcp_fastlane_is_nf);
 
 /**
- * tcp_fastlane_v4_rcv - called by tcp_v4_rcv() before the checksum check
+ * __tcp_fastlane_v4_rcv - called by tcp_v4_rcv() before the checksum check
  * @net: the namespace
  * @skb: a TCP segment whose header and options are pulled
  *
  * Returns true if @skb is a notification this namespace takes (it is
  * consumed), false for anything else.
  */
-bool tcp_fastlane_v4_rcv(struct net *net, struct sk_buff *skb)
+bool __tcp_fastlane_v4_rcv(struct net *net, struct sk_buff *skb)
 {
 	const struct iphdr *iph = ip_hdr(skb);
 	const struct tcphdr *th = tcp_hdr(skb);
@@ -880,3 +894,74 @@ bool tcp_fastlane_v4_rcv(struct net *net, struct sk_buff *skb)
 	tcp_fastlane_rcv(net, sk, skb);
 	return true;
 }
+EXPORT_SYMBOL_GPL(__tcp_fastlane_v4_rcv);
+
+/* DEFINE_STATIC_KEY_DEFERRED_FALSE(tcp_fastlane_needed, HZ), written out */
+struct static_key_false_deferred tcp_fastlane_needed = {
+	.key		= { STATIC_KEY_INIT_FALSE },
+	.timeout	= HZ,
+	.work		= __DELAYED_WORK_INITIALIZER(tcp_fastlane_needed.work,
+						     jump_label_update_timeout, 0),
+};
+EXPORT_SYMBOL_GPL(tcp_fastlane_needed);
+
+/* Serialises the sysctl's writers: the key counts the namespaces whose
+ * knob is on, so a write must see the value it changes
+ */
+static DEFINE_MUTEX(tcp_fastlane_sysctl_mutex);
+
+/**
+ * proc_tcp_fastlane - the handler of net.ipv4.tcp_fastlane
+ * @table: the namespace's entry
+ * @write: a write
+ * @buffer: what is read or written
+ * @lenp: its length
+ * @ppos: the file position
+ *
+ * proc_dou8vec_minmax(), and a reference on tcp_fastlane_needed for each
+ * namespace that turns the knob on, dropped when it turns it off or
+ * exits (tcp_fastlane_net_exit()).
+ */
+int proc_tcp_fastlane(const struct ctl_table *table, int write, void *buffer,
+		      size_t *lenp, loff_t *ppos)
+{
+	u8 *val = table->data, old;
+	int ret;
+
+	if (!write)
+		return proc_dou8vec_minmax(table, write, buffer, lenp, ppos);
+	mutex_lock(&tcp_fastlane_sysctl_mutex);
+	old = READ_ONCE(*val);
+	ret = proc_dou8vec_minmax(table, write, buffer, lenp, ppos);
+	if (!ret && !old && READ_ONCE(*val))
+		static_branch_deferred_inc(&tcp_fastlane_needed);
+	else if (!ret && old && !READ_ONCE(*val))
+		static_branch_slow_dec_deferred(&tcp_fastlane_needed);
+	mutex_unlock(&tcp_fastlane_sysctl_mutex);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(proc_tcp_fastlane);
+
+/* A namespace that exits with the knob on drops its reference.  Runs
+ * after its sysctl table is gone (registered before ipv4's sysctls, so
+ * unregistered after them): no write can race with it.
+ */
+static void __net_exit tcp_fastlane_net_exit(struct net *net)
+{
+	mutex_lock(&tcp_fastlane_sysctl_mutex);
+	if (READ_ONCE(net->ipv4.sysctl_tcp_fastlane)) {
+		WRITE_ONCE(net->ipv4.sysctl_tcp_fastlane, 0);
+		static_branch_slow_dec_deferred(&tcp_fastlane_needed);
+	}
+	mutex_unlock(&tcp_fastlane_sysctl_mutex);
+}
+
+static struct pernet_operations tcp_fastlane_net_ops = {
+	.exit = tcp_fastlane_net_exit,
+};
+
+static int __init tcp_fastlane_init(void)
+{
+	return register_pernet_subsys(&tcp_fastlane_net_ops);
+}
+subsys_initcall(tcp_fastlane_init);

@@ -9,6 +9,8 @@
 #include <net/ip.h>
 #include <net/ip6_checksum.h>
 #include <net/ipv6.h>
+#include <linux/string.h>
+#include <linux/sysctl.h>
 #include <net/tcp_fastlane.h>
 
 static void fastlane_range_in_flight(struct kunit *test)
@@ -585,6 +587,59 @@ static void fastlane_tail_push(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, tcp_fastlane_tail_pushes(true, true, true, false, 1, 0));
 }
 
+/* Write @v to a namespace's net.ipv4.tcp_fastlane (@knob) through the
+ * sysctl's handler, as a write to /proc/sys would
+ */
+static int fastlane_knob_write(u8 *knob, const char *v)
+{
+	struct ctl_table t = {
+		.procname	= "tcp_fastlane",
+		.data		= knob,
+		.maxlen		= sizeof(u8),
+		.mode		= 0644,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= SYSCTL_ONE,
+	};
+	char buf[4];
+	size_t len = strscpy(buf, v, sizeof(buf));
+	loff_t pos = 0;
+
+	return proc_tcp_fastlane(&t, 1, buf, &len, &pos);
+}
+
+/* The hooks' static key counts the namespaces with the knob on: a
+ * reference per namespace that turns it on, none for writing the same
+ * value again, dropped when it turns it off (the last one after HZ)
+ */
+static void fastlane_static_key_counts(struct kunit *test)
+{
+	struct static_key *key = &tcp_fastlane_needed.key.key;
+	u8 a = 0, b = 0;
+	int base;
+
+	flush_delayed_work(&tcp_fastlane_needed.work);
+	base = static_key_count(key);
+	KUNIT_ASSERT_EQ(test, fastlane_knob_write(&a, "1"), 0);
+	KUNIT_EXPECT_EQ(test, a, 1);
+	KUNIT_EXPECT_TRUE(test, tcp_fastlane_active());
+	KUNIT_EXPECT_EQ(test, static_key_count(key), base + 1);
+	KUNIT_ASSERT_EQ(test, fastlane_knob_write(&a, "1"), 0);
+	KUNIT_EXPECT_EQ(test, static_key_count(key), base + 1);
+	KUNIT_ASSERT_EQ(test, fastlane_knob_write(&b, "1"), 0);
+	KUNIT_EXPECT_EQ(test, static_key_count(key), base + 2);
+	/* out of range: refused, nothing counted */
+	KUNIT_EXPECT_EQ(test, fastlane_knob_write(&b, "2"), -EINVAL);
+	KUNIT_EXPECT_EQ(test, static_key_count(key), base + 2);
+	KUNIT_ASSERT_EQ(test, fastlane_knob_write(&a, "0"), 0);
+	KUNIT_ASSERT_EQ(test, fastlane_knob_write(&a, "0"), 0);
+	KUNIT_EXPECT_EQ(test, static_key_count(key), base + 1);
+	KUNIT_ASSERT_EQ(test, fastlane_knob_write(&b, "0"), 0);
+	flush_delayed_work(&tcp_fastlane_needed.work);
+	KUNIT_EXPECT_EQ(test, static_key_count(key), base);
+	if (!base)
+		KUNIT_EXPECT_FALSE(test, tcp_fastlane_active());
+}
+
 static struct kunit_case fastlane_tcp_cases[] = {
 	KUNIT_CASE(fastlane_tail_push),
 	KUNIT_CASE(fastlane_deferred_resend),
@@ -602,6 +657,7 @@ static struct kunit_case fastlane_tcp_cases[] = {
 	KUNIT_CASE(fastlane_rate_limit),
 	KUNIT_CASE(fastlane_required_options),
 	KUNIT_CASE(fastlane_recovery_hold),
+	KUNIT_CASE(fastlane_static_key_counts),
 	{}
 };
 

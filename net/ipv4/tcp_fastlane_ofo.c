@@ -38,12 +38,80 @@
  * and, beyond that, SACK decide.
  */
 
+#include <linux/bpf.h>
 #include <linux/inet_diag.h>
+#include <linux/jump_label.h>
 #include <linux/kernel.h>
+#include <linux/mutex.h>
 #include <linux/tcp.h>
 #include <net/netlink.h>
 #include <net/tcp.h>
 #include <net/tcp_fastlane_ofo.h>
+
+/* A socket has set TCP_FASTLANE_SCATTER to 1: the key's reference for it */
+static atomic_t tcp_fl_scatter_sockopt = ATOMIC_INIT(0);
+
+/* Serialises the writers of both sysctls: the key counts the knobs on */
+static DEFINE_MUTEX(tcp_fl_ofo_sysctl_mutex);
+
+/**
+ * proc_tcp_fastlane_ofo - net.ipv4.tcp_fastlane_ofo and tcp_fastlane_scatter
+ * @table: the namespace's entry
+ * @write: a write
+ * @buffer: what is read or written
+ * @lenp: its length
+ * @ppos: the file position
+ *
+ * proc_dou8vec_minmax(), and a reference on tcp_fl_ofo_needed for each
+ * of the two knobs a namespace turns on, dropped when it turns it off or
+ * exits (tcp_fl_ofo_net_exit()).
+ */
+int proc_tcp_fastlane_ofo(const struct ctl_table *table, int write,
+			  void *buffer, size_t *lenp, loff_t *ppos)
+{
+	u8 *val = table->data, old;
+	int ret;
+
+	if (!write)
+		return proc_dou8vec_minmax(table, write, buffer, lenp, ppos);
+	mutex_lock(&tcp_fl_ofo_sysctl_mutex);
+	old = READ_ONCE(*val);
+	ret = proc_dou8vec_minmax(table, write, buffer, lenp, ppos);
+	if (!ret && !old && READ_ONCE(*val))
+		static_branch_inc(&tcp_fl_ofo_needed);
+	else if (!ret && old && !READ_ONCE(*val))
+		static_branch_dec(&tcp_fl_ofo_needed);
+	mutex_unlock(&tcp_fl_ofo_sysctl_mutex);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(proc_tcp_fastlane_ofo);
+
+/* A namespace that exits with a knob on drops its references; after its
+ * sysctl table is gone (registered before ipv4's sysctls)
+ */
+static void __net_exit tcp_fl_ofo_net_exit(struct net *net)
+{
+	mutex_lock(&tcp_fl_ofo_sysctl_mutex);
+	if (READ_ONCE(net->ipv4.sysctl_tcp_fastlane_ofo)) {
+		WRITE_ONCE(net->ipv4.sysctl_tcp_fastlane_ofo, 0);
+		static_branch_dec(&tcp_fl_ofo_needed);
+	}
+	if (READ_ONCE(net->ipv4.sysctl_tcp_fastlane_scatter)) {
+		WRITE_ONCE(net->ipv4.sysctl_tcp_fastlane_scatter, 0);
+		static_branch_dec(&tcp_fl_ofo_needed);
+	}
+	mutex_unlock(&tcp_fl_ofo_sysctl_mutex);
+}
+
+static struct pernet_operations tcp_fl_ofo_net_ops = {
+	.exit = tcp_fl_ofo_net_exit,
+};
+
+static int __init tcp_fl_ofo_init(void)
+{
+	return register_pernet_subsys(&tcp_fl_ofo_net_ops);
+}
+subsys_initcall(tcp_fl_ofo_init);
 
 /* The receiver's byte count: the out-of-order queue walked in sequence
  * order, overlaps counted once.  Cached while rcv_nxt, the number of
@@ -84,6 +152,9 @@ void tcp_fl_ofo_count_noroom(const struct sock *sk)
 {
 	NET_INC_STATS(sock_net(sk), LINUX_MIB_TCPFASTLANEOFONOROOM);
 }
+
+struct static_key_false tcp_fl_ofo_needed = STATIC_KEY_FALSE_INIT;
+EXPORT_SYMBOL_GPL(tcp_fl_ofo_needed);
 
 /* Packet scatter: the reordering degree that keeps duplicate ACKs and
  * SACK from declaring losses (Reno's threshold, RACK's gate)
@@ -132,7 +203,7 @@ void tcp_fl_ofo_ack(struct sock *sk, const struct sk_buff *skb, bool new_ack)
 		}
 		return;
 	}
-	if (!tp->fl_ofo.ok) {
+	if (!tp->fl_ofo_ok) {
 		if (found != TCP_FL_OFO_NONE) {
 			NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEOFONOTNEGOTIATED);
 			tp->fl_ofo.bad++;
@@ -170,7 +241,7 @@ void tcp_fl_ofo_syn_sent(struct sock *sk, bool peer_offered)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 
-	tp->fl_ofo.ok = peer_offered && tcp_fl_ofo_on(sock_net(sk));
+	tp->fl_ofo_ok = peer_offered && tcp_fl_ofo_on(sock_net(sk));
 	tp->fl_ofo.infl = 0;
 	tp->fl_ofo.c_ooopack = 0;
 	tp->fl_ofo.c_bytes = 0;
@@ -183,7 +254,7 @@ void tcp_fl_ofo_child(struct sock *newsk, bool negotiated)
 {
 	struct tcp_sock *tp = tcp_sk(newsk);
 
-	tp->fl_ofo.ok = negotiated;
+	tp->fl_ofo_ok = negotiated;
 	tp->fl_ofo.infl = 0;
 	tp->fl_ofo.infl_max = 0;
 	tp->fl_ofo.rcvd = 0;
@@ -201,7 +272,7 @@ static void tcp_fl_ofo_get_info(struct sock *sk,
 	struct tcp_sock *tp = tcp_sk(sk);
 
 	memset(info, 0, sizeof(*info));
-	if (tp->fl_ofo.ok)
+	if (tp->fl_ofo_ok)
 		info->tcpfo_flags |= TCP_FASTLANE_OFO_F_OK;
 	if (tcp_fl_scatter(sk))
 		info->tcpfo_flags |= TCP_FASTLANE_OFO_F_SCATTER;
@@ -227,9 +298,9 @@ int tcp_fl_ofo_diag_put(struct sk_buff *skb, struct sock *sk)
 	struct tcp_fastlane_ofo_info info;
 	bool slow;
 
-	if (sk->sk_state == TCP_LISTEN)
+	if (!tcp_fl_ofo_active() || sk->sk_state == TCP_LISTEN)
 		return 0;
-	if (!tcp_fl_ofo_on(sock_net(sk)) && !tcp_sk(sk)->fl_ofo.ok &&
+	if (!tcp_fl_ofo_on(sock_net(sk)) && !tcp_sk(sk)->fl_ofo_ok &&
 	    !tcp_fl_scatter(sk))
 		return 0;
 	slow = lock_sock_fast(sk);
@@ -252,9 +323,19 @@ int tcp_fl_ofo_setsockopt(struct sock *sk, sockptr_t optval,
 		return -EFAULT;
 	if (val < -1 || val > 1)
 		return -EINVAL;
+	/* scatter mode's hooks are behind the key: the first socket that
+	 * turns it on turns the key on for good (as IP_MINTTL does
+	 * ip4_min_ttl); not from BPF, which may not sleep here
+	 */
+	if (val == 1 && !atomic_read(&tcp_fl_scatter_sockopt)) {
+		if (has_current_bpf_ctx())
+			return -EOPNOTSUPP;
+		if (!atomic_xchg(&tcp_fl_scatter_sockopt, 1))
+			static_branch_inc(&tcp_fl_ofo_needed);
+	}
 	sockopt_lock_sock(sk);
-	tp->fl_ofo.scatter_set = val >= 0;
-	tp->fl_ofo.scatter = val == 1;
+	tp->fl_scatter_set = val >= 0;
+	tp->fl_scatter = val == 1;
 	if (tcp_fl_scatter(sk))
 		tcp_fl_scatter_reordering(sk);
 	sockopt_release_sock(sk);

@@ -11,6 +11,8 @@
 
 #include <kunit/test.h>
 #include <linux/skbuff.h>
+#include <linux/string.h>
+#include <linux/sysctl.h>
 #include <net/tcp.h>
 #include <net/tcp_fastlane_ofo.h>
 
@@ -310,6 +312,45 @@ static void ofo_receiver_sum(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ofo_sum_of(disjoint, 0), 0);
 }
 
+static int ofo_knob_write(u8 *knob, const char *v)
+{
+	struct ctl_table t = {
+		.procname	= "tcp_fastlane_ofo",
+		.data		= knob,
+		.maxlen		= sizeof(u8),
+		.mode		= 0644,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= SYSCTL_ONE,
+	};
+	char buf[4];
+	size_t len = strscpy(buf, v, sizeof(buf));
+	loff_t pos = 0;
+
+	return proc_tcp_fastlane_ofo(&t, 1, buf, &len, &pos);
+}
+
+/* tcp_fl_ofo_needed counts the knobs on (ofo and scatter, per namespace):
+ * one reference for each that turns on, none for the same value again
+ */
+static void ofo_static_key_counts(struct kunit *test)
+{
+	struct static_key *key = &tcp_fl_ofo_needed.key;
+	u8 ofo = 0, scatter = 0;
+	int base = static_key_count(key);
+
+	KUNIT_ASSERT_EQ(test, ofo_knob_write(&ofo, "1"), 0);
+	KUNIT_ASSERT_EQ(test, ofo_knob_write(&ofo, "1"), 0);
+	KUNIT_EXPECT_EQ(test, static_key_count(key), base + 1);
+	KUNIT_ASSERT_EQ(test, ofo_knob_write(&scatter, "1"), 0);
+	KUNIT_EXPECT_EQ(test, static_key_count(key), base + 2);
+	KUNIT_EXPECT_EQ(test, ofo_knob_write(&scatter, "7"), -EINVAL);
+	KUNIT_ASSERT_EQ(test, ofo_knob_write(&ofo, "0"), 0);
+	KUNIT_ASSERT_EQ(test, ofo_knob_write(&ofo, "0"), 0);
+	KUNIT_EXPECT_EQ(test, static_key_count(key), base + 1);
+	KUNIT_ASSERT_EQ(test, ofo_knob_write(&scatter, "0"), 0);
+	KUNIT_EXPECT_EQ(test, static_key_count(key), base);
+}
+
 static struct kunit_case fastlane_ofo_cases[] = {
 	KUNIT_CASE(ofo_option_roundtrip),
 	KUNIT_CASE(ofo_option_among_others),
@@ -320,11 +361,28 @@ static struct kunit_case fastlane_ofo_cases[] = {
 	KUNIT_CASE(ofo_inflate_rwnd_clamp),
 	KUNIT_CASE(ofo_cwnd_extra),
 	KUNIT_CASE(ofo_receiver_sum),
+	KUNIT_CASE(ofo_static_key_counts),
 	{}
 };
 
+/* The option's hooks are behind tcp_fl_ofo_needed, which a namespace
+ * with the knob on holds: so does each test (its netns is a fake one)
+ */
+static int ofo_test_init(struct kunit *test)
+{
+	static_branch_inc(&tcp_fl_ofo_needed);
+	return 0;
+}
+
+static void ofo_test_exit(struct kunit *test)
+{
+	static_branch_dec(&tcp_fl_ofo_needed);
+}
+
 static struct kunit_suite fastlane_ofo_suite = {
 	.name = "tcp_fastlane_ofo",
+	.init = ofo_test_init,
+	.exit = ofo_test_exit,
 	.test_cases = fastlane_ofo_cases,
 };
 

@@ -94,7 +94,8 @@ def parse(pkt):
     doff = (tcp[12] >> 4) * 4
     sport, dport, seq, ack = struct.unpack("!HHII", tcp[:12])
     p = dict(sport=sport, dport=dport, seq=seq, ack=ack, flags=tcp[13],
-             payload=plen - doff, opts=tcp_options(tcp[20:doff]), ofo=None, perm=False, sacks=[],
+             payload=plen - doff, opts=tcp_options(tcp[20:doff]), raw=bytes(tcp[20:doff]),
+             ofo=None, perm=False, sacks=[],
              exid_any=False, win=struct.unpack("!H", tcp[14:16])[0], ts=None, wscale=None)
     for k, b in p["opts"]:
         if k == 8 and len(b) == 10:
@@ -344,6 +345,91 @@ def test_knob_off_is_stock(lab, v6):
     for n in ("h1", "h2"):
         for c in ("TCPFastLaneOfoSent", "TCPFastLaneOfoRcvd", "TCPFastLaneScatterHeld"):
             assert d[n][f"TcpExt{c}"] == 0
+
+
+def stock_options(p, sack, ts):
+    """the option block stock Linux writes for segment @p (the values
+    taken from it): tcp_options_write()'s order and padding, byte for byte"""
+    out = b""
+    if p["flags"] & 0x02:
+        mss = [b for k, b in p["opts"] if k == 2]
+        out += mss[0] if mss else b""
+        if ts and sack:
+            out += b"\x04\x02"
+        elif ts:
+            out += b"\x01\x01"
+        if ts:
+            out += b"\x08\x0a" + struct.pack("!II", *p["ts"])
+        if sack and not ts:
+            out += b"\x01\x01\x04\x02"
+        if p["wscale"] is not None:
+            out += b"\x01\x03\x03" + bytes([p["wscale"]])
+        return out
+    if ts:
+        out += b"\x01\x01\x08\x0a" + struct.pack("!II", *p["ts"])
+    if p["sacks"]:
+        out += b"\x01\x01\x05" + bytes([2 + 8 * len(p["sacks"])])
+        out += b"".join(struct.pack("!II", *b) for b in p["sacks"])
+    return out
+
+
+@pytest.mark.parametrize("key", ["off", "on-elsewhere"])
+@pytest.mark.parametrize("v6,sack,ts", VARIANTS)
+def test_knobs_off_wire_is_stock(lab, v6, sack, ts, key):
+    """With every FastLane knob off in both namespaces, each segment's TCP
+    options (SYN, SYN-ACK, data, ACKs with SACK blocks) are byte for byte
+    what stock Linux writes, whether the hooks' static keys are off or on
+    because another namespace (the switch's) turned the knobs on."""
+    on = 1 if key == "on-elsewhere" else 0
+    with netns(lab.sw):
+        for k in ("tcp_fastlane", "tcp_fastlane_ofo", "tcp_fastlane_scatter"):
+            sysctl(f"net.ipv4.{k}", on)
+    try:
+        for n in ("h1", "h2"):
+            with netns(lab.ns(n)):
+                sysctl("net.ipv4.tcp_fastlane", 0)
+        configure(lab, sack=sack, ts=ts)
+        _info, pkts, d = run(lab, v6)
+    finally:
+        with netns(lab.sw):
+            for k in ("tcp_fastlane", "tcp_fastlane_ofo", "tcp_fastlane_scatter"):
+                sysctl(f"net.ipv4.{k}", 0)
+    assert len(pkts) > 20
+    assert any(p["flags"] & 0x12 == 0x02 for p in pkts)
+    assert any(p["flags"] & 0x12 == 0x12 for p in pkts)
+    if sack:
+        assert any(p["sacks"] for p in pkts), "the reordering path makes SACK blocks"
+    bad = [p for p in pkts if p["raw"] != stock_options(p, sack, ts)]
+    assert not bad, bad[:3]
+    for n in ("h1", "h2"):
+        assert not any(v for k, v in d[n].items() if "FastLane" in k), d[n]
+
+
+def test_knobs_count_namespaces(lab):
+    """The static keys count the namespaces whose knobs are on: writing
+    the same value twice, turning a knob off, and a namespace that exits
+    with its knobs on leave the counts balanced (an unbalanced decrement
+    is a "jump label: negative count!" WARN, which fails the run), and
+    FastLane still works in a namespace after another one's exit."""
+    knobs = ("tcp_fastlane", "tcp_fastlane_ofo", "tcp_fastlane_scatter")
+    for i in range(3):
+        name = f"flkey{i}"
+        sh(f"ip netns add {name}")
+        for k in knobs:
+            sh(f"ip netns exec {name} sysctl -qw net.ipv4.{k}=1")
+            sh(f"ip netns exec {name} sysctl -qw net.ipv4.{k}=1")
+        if i == 1:
+            for k in knobs:
+                sh(f"ip netns exec {name} sysctl -qw net.ipv4.{k}=0")
+                sh(f"ip netns exec {name} sysctl -qw net.ipv4.{k}=0")
+        sh(f"ip netns del {name}")
+    # the namespaces' exits run in a workqueue: let them
+    time.sleep(2)
+    configure(lab, ofo=(1, 1))
+    info, pkts, d = run(lab, False)
+    assert any(p["perm"] for p in pkts if p["flags"] & 0x12 == 0x02)
+    assert info["flags"] & OFO_F_OK
+    configure(lab)
 
 
 # The scatter tests' path: the late half leaves 20 ms late.  With the
