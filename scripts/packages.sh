@@ -190,7 +190,7 @@ cmd_iproute2() {
 	dpkg-source -q -x "$dsc" "$WORK/iproute2/src" >/dev/null
 	cp "$srcpkg"/iproute2_*.orig.tar.* "$WORK/iproute2/"
 	add_patches "$WORK/iproute2/src" "$ROOT/iproute2-patches" \
-		"tc: HTB ecn_thresh/ecn_mode/ecn_flows, the fastlane qdisc; ss: D2TCP and FastLane OFO state"
+		"tc: HTB ecn_thresh/ecn_mode/ecn_flows, the htback action, the fastlane qdisc; ss: D2TCP and FastLane OFO state"
 	buildpackage "$WORK/iproute2/src" iproute2 nocheck
 	mark iproute2 "${inputs[@]}"
 }

@@ -120,6 +120,10 @@ def setup_scheme(lab, scheme, classes):
         if src:
             sh(f"{TC} filter add dev {dev} parent 1: protocol ip prio 1 u32 match ip src {src}/32"
                f" flowid {classid}", lab.sw)
+    if scheme in ("ece", "rwnd"):
+        # the ACK side: the action on the same device's ingress
+        sh(f"{TC} qdisc add dev {dev} clsact", lab.sw)
+        sh(f"{TC} filter add dev {dev} ingress matchall action htback", lab.sw)
     for name in lab.hosts:
         ecn = 0 if scheme in ("plain", "rwnd") else 1
         sh(f"sysctl -qw net.ipv4.tcp_congestion_control={CC[scheme]} net.ipv4.tcp_ecn={ecn}",

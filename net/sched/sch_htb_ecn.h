@@ -558,13 +558,14 @@ static inline bool htb_ecn_synack_ok(const struct htb_ecn_flow *f,
 	       ntohl(p->th.ack_seq) == f->snd_max;
 }
 
-/* A TCP packet arrived on the device (netfilter ingress, under RCU, no
- * qdisc lock): a SYN says how the peer scales its window; an ACK of a
- * flow of a class in ecn_mode ece or rwnd whose backlog is above the
- * threshold gets ECE or a lower window.  @classes maps class ids to
- * struct htb_ecn_cls.
+/* A packet arrived on the device (the htback action at tc ingress,
+ * under RCU, no qdisc lock): a SYN says how the peer scales its window;
+ * an ACK of a flow of a class in ecn_mode ece or rwnd whose backlog is
+ * above the threshold gets ECE or a lower window.  @classes maps class
+ * ids to struct htb_ecn_cls.  Returns false for a packet that is not
+ * TCP over IPv4 or IPv6 (or is truncated), which it leaves alone.
  */
-static inline void htb_ecn_ack(struct htb_ecn_table *t, struct xarray *classes,
+static inline bool htb_ecn_ack(struct htb_ecn_table *t, struct xarray *classes,
 			       struct sk_buff *skb, unsigned long now)
 {
 	struct htb_ecn_bucket *b;
@@ -575,9 +576,9 @@ static inline void htb_ecn_ack(struct htb_ecn_table *t, struct xarray *classes,
 	u16 field = 0;
 
 	if (!htb_ecn_parse(skb, skb->protocol, &p))
-		return;
+		return false;
 	if (!p.th.ack && !p.th.syn)
-		return;
+		return true;
 	/* the flow as this host sent it: local and remote swapped */
 	b = htb_ecn_bucket(t, &p.dst, &p.src, p.th.dest, p.th.source);
 	spin_lock(&b->lock);
@@ -623,6 +624,7 @@ out:
 		if (htb_ecn_rewrite(skb, p.thoff, 14, htons(field)))
 			atomic64_inc(&c->rwnd_rewrites);
 	}
+	return true;
 }
 
 #endif /* _NET_SCHED_SCH_HTB_ECN_H */

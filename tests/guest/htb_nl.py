@@ -10,12 +10,17 @@ message, and the attribute it points at when it names one).
 
     htb_nl.py [--expect TEXT] qdisc DEV HANDLE [ATTR VALUE]...
     htb_nl.py [--expect TEXT] class|class-change DEV PARENT CLASSID [ATTR VALUE]...
+    htb_nl.py [--expect TEXT] htback [noopts] [HATTR VALUE]...
 
 ATTR: ecn_thresh, ecn_mode (0 none, 1 ce, 2 ece, 3 rwnd), ecn_flows,
 ecn_flow_ttl (ms), ecn_flow_evictions (dump only); "ecn_thresh64" sends
 ecn_thresh as 8 bytes instead of 4.  class adds a class (as tc class add),
 class-change changes one (tc class change).  With --expect, a refusal
 whose message lacks TEXT exits 3 instead of 2.
+htback adds an htback action (tc actions add action htback) whose options
+are the HATTRs given: parms INDEX (struct tc_htback), parms_short INDEX
+(10 bytes of it), seen (a dump-only counter), unknown (type 9); noopts
+sends no options at all.
 Handles are tc's (1:, 1:10).  The class is a 1 Mbit/s leaf.  Used by
 tests/tdc/htb_ecn.json (copied next to tdc) and tests/guest/test_htb_ecn.py.
 """
@@ -42,6 +47,33 @@ ATTRS = {
     "ecn_flow_evictions": (17, "=Q"),
 }
 NLA_F_NESTED = 0x8000
+RTM_NEWACTION, TCA_ACT_TAB, TCA_ACT_KIND, TCA_ACT_OPTIONS = 48, 1, 1, 2
+# name: (TCA_HTBACK_* type, payload of VALUE)
+HTBACK_ATTRS = {
+    "parms": (2, lambda v: struct.pack("=IIiii", v, 0, 3, 0, 0)),      # index, pipe
+    "parms_short": (2, lambda v: struct.pack("=IIiii", v, 0, 3, 0, 0)[:10]),
+    "seen": (4, lambda v: struct.pack("=Q", v)),
+    "unknown": (9, lambda v: struct.pack("=I", v)),
+}
+
+
+def htback_request(argv):
+    """an RTM_NEWACTION for one htback action; (message, offsets)"""
+    noopts = argv[:1] == ["noopts"]
+    rest = argv[1:] if noopts else argv
+    kind = nla(TCA_ACT_KIND, b"htback\0")
+    # up to the options' payload: headers, TCA_ACT_TAB, the action's nest
+    hdr = 16 + 4 + 4 + 4 + len(kind) + 4
+    opts, where = b"", {}
+    for name, value in zip(rest[::2], rest[1::2]):
+        atype, enc = HTBACK_ATTRS[name]
+        where[hdr + len(opts)] = name
+        opts += nla(atype, enc(int(value, 0)))
+    act = kind if noopts else kind + nla(TCA_ACT_OPTIONS | NLA_F_NESTED, opts)
+    body = struct.pack("=BBH", socket.AF_UNSPEC, 0, 0)
+    body += nla(TCA_ACT_TAB | NLA_F_NESTED, nla(1 | NLA_F_NESTED, act))
+    flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL
+    return struct.pack("=IHHII", 16 + len(body), RTM_NEWACTION, flags, 1, 0) + body, where
 
 
 def handle(s):
@@ -56,6 +88,8 @@ def nla(atype, payload):
 
 def request(argv):
     """(netlink message, {offset in the message: attribute name})"""
+    if argv[0] == "htback":
+        return htback_request(argv[1:])
     kind, dev = argv[0], argv[1]
     ifindex = socket.if_nametoindex(dev)
     if kind == "qdisc":

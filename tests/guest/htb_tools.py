@@ -10,6 +10,10 @@ its namespace's sockets and netlink).
   udpect DST COUNT [-6]             COUNT 1000-byte ECT(0) UDP datagrams
   appstats IFNAME                   {classid: length of TCA_STATS_APP} of
                                     the classes of IFNAME (rtnetlink dump)
+  badframes IFNAME DSTMAC           Ethernet frames that are no TCP packet
+                                    an ACK path may use (truncated, foreign
+                                    ethertype, fragments, IPv6 extension
+                                    headers, v4-mapped) out of IFNAME
 """
 import json
 import os
@@ -98,6 +102,49 @@ def udpect(dst, count, v6):
     print(json.dumps({"sent": sent}), flush=True)
 
 
+def tcp_hdr(doff=5, flags=0x10):
+    return struct.pack("!HHIIBBHHH", 5001, 40000, 1, 1, doff << 4, flags, 1000, 0, 0)
+
+
+def ip4(payload, proto=6, frag=0, ihl=5, tot=None):
+    return struct.pack("!BBHHHBBH", 0x40 | ihl, 0, tot if tot is not None else 20 + len(payload),
+                       0, frag, 64, proto, 0) + socket.inet_aton("10.0.3.1") + \
+        socket.inet_aton("10.0.1.1") + payload
+
+
+def ip6(payload, nexthdr=6, src="fd00:3::1", dst="fd00:1::1"):
+    return struct.pack("!IHBB", 6 << 28, len(payload), nexthdr, 64) + \
+        socket.inet_pton(socket.AF_INET6, src) + socket.inet_pton(socket.AF_INET6, dst) + payload
+
+
+def badframes(ifname, dstmac):
+    """Frames the ACK path must leave alone (and count), none a valid TCP
+    packet: each (ethertype, payload)"""
+    frames = [
+        (0x88B5, b"\x00" * 46),                          # a local experimental ethertype
+        (0x0800, b""),                                   # IPv4 without a header
+        (0x0800, ip4(b"")[:12]),                          # half an IPv4 header
+        (0x0800, ip4(tcp_hdr()[:6], tot=40)),             # TCP cut after 6 bytes
+        (0x0800, ip4(tcp_hdr(), ihl=15)),                # IHL beyond the packet
+        (0x0800, ip4(tcp_hdr(), frag=0x2000)),           # a first fragment (MF)
+        (0x0800, ip4(tcp_hdr(), frag=0x0010)),           # a later fragment
+        (0x0800, ip4(tcp_hdr(doff=15))),                 # TCP options beyond the packet
+        (0x0800, ip4(tcp_hdr(doff=2))),                  # data offset below 20 bytes
+        (0x86DD, ip6(b"")[:20]),                         # half an IPv6 header
+        (0x86DD, ip6(b"\x06\x00" + b"\x00" * 6 + tcp_hdr(), nexthdr=0)),  # hop-by-hop first
+        (0x86DD, ip6(tcp_hdr()[:10])),                    # TCP cut after 10 bytes
+        (0x86DD, ip6(tcp_hdr(), src="::ffff:10.0.3.1", dst="::ffff:10.0.1.1")),  # v4-mapped
+        (0x86DD, ip6(tcp_hdr(doff=15))),                 # TCP options beyond the packet
+    ]
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((ifname, 0))
+    src = bytes.fromhex("020000000003")     # a local address: the frames' source is no matter
+    dst = bytes.fromhex(dstmac.replace(":", ""))
+    for etype, payload in frames:
+        s.send(dst + src + struct.pack("!H", etype) + payload)
+    print(json.dumps({"sent": len(frames)}), flush=True)
+
+
 # rtnetlink constants
 RTM_GETTCLASS, NLM_F_REQUEST, NLM_F_DUMP, NLMSG_DONE, NLMSG_ERROR = 42, 1, 0x300, 3, 2
 TCA_STATS2, TCA_STATS_APP = 7, 4
@@ -154,6 +201,8 @@ def main(argv):
         udpect(argv[1], int(argv[2]), v6)
     elif cmd == "appstats":
         appstats(argv[1])
+    elif cmd == "badframes":
+        badframes(argv[1], argv[2])
     else:
         sys.exit(f"unknown command {cmd}")
 

@@ -2,11 +2,14 @@
 kernel, configured with the project's tc: configuration round trip and
 errors, stock HTB untouched, CE marks only above the threshold, ECE
 reaching a DCTCP sender, receive windows lowered (never raised) with
-valid checksums.
+valid checksums, and the htback action that is the ACK side of ece and
+rwnd (nothing touched without it, hostile and foreign packets counted and
+passed).
 
 The limiter sits on the router namespace's port towards the receiver h3,
 as a hypervisor's limiter on a routed VM port would: data from h1 leaves
-through it, h3's ACKs enter through the same device.
+through it, h3's ACKs enter through the same device, where the htback
+action (clsact ingress) hands them to the limiter's flow table.
 """
 import json
 import os
@@ -61,10 +64,43 @@ STORM_SYNS = 25 * STORM_TABLE
 RWND_BYTES = 400_000        # 12.8 s at 250 kbit/s
 
 
-def limiter(lab, ecn="", dev="h3", rate=f"{RATE_MBIT}mbit", qopt=""):
+def limiter(lab, ecn="", dev="h3", rate=f"{RATE_MBIT}mbit", qopt="", ack=True):
+    """HTB at the root of dev with one class 1:10; with ecn_mode ece or
+    rwnd (and ack) also the htback action on dev's ingress, as the
+    feature is configured"""
     tc(f"qdisc add dev {dev} root handle 1: htb default 10 {qopt}", lab.sw)
     tc(f"class add dev {dev} parent 1: classid 1:10 htb rate {rate}"
        f" ceil {rate} {ecn}", lab.sw)
+    if ack and re.search(r"ecn_mode (ece|rwnd)", ecn):
+        ack_action(lab, dev)
+
+
+def ack_action(lab, dev="h3"):
+    """the ACK side of ece/rwnd: htback on dev's ingress"""
+    tc(f"qdisc add dev {dev} clsact", lab.sw)
+    tc(f"filter add dev {dev} ingress matchall action htback", lab.sw)
+
+
+ACK_COUNTERS = ("seen", "not_tcp", "no_htb", "no_table", "not_ingress")
+
+
+def ack_counters(lab, dev="h3"):
+    """the htback action's counters on dev's ingress"""
+    out = json.loads(tc(f"-s -j filter show dev {dev} ingress", lab.sw))
+    acts = []
+
+    def walk(o):
+        if isinstance(o, dict):
+            if o.get("kind") == "htback":
+                acts.append(o)
+            for v in o.values():
+                walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+    walk(out)
+    assert len(acts) == 1, out
+    return {k: acts[0][k] for k in ACK_COUNTERS}
 
 
 def find(obj, key):
@@ -298,6 +334,7 @@ def test_ece_reaches_dctcp_sender_and_cuts_the_queue(lab_factory, v6):
     plain, plain_s = flow(lab, nbytes=ECE_BYTES, v6=v6)
     tc(f"class change dev h3 parent 1: classid 1:10 htb rate {rate}"
        f" ceil {rate} ecn_thresh {K} ecn_mode ece", lab.sw)
+    ack_action(lab)
     ce_mib = "Ip6InCEPkts" if v6 else "IpExtInCEPkts"
     ce_in = nstat(lab.ns("h3"), ce_mib)
     dce = nstat(lab.ns("h1"), "TcpExtTCPDeliveredCE")
@@ -431,6 +468,8 @@ def test_rwnd_lowers_windows_never_raises_them_checksums_valid(lab_factory, v6):
     # h3 computes full checksums, so that a wrong one would show
     sh("ethtool -K eth0 tx off >/dev/null", ns=lab.ns("h3"))
     limiter(lab, rate=rate)
+    # the ACK side from the start: beside a stock HTB it changes nothing
+    ack_action(lab)
     lab.server("h3", 5001, v6=v6, cc=RWND_CC)
     csum_err = nstat(lab.ns("h1"), "TcpInCsumErrors")
 
@@ -438,6 +477,8 @@ def test_rwnd_lowers_windows_never_raises_them_checksums_valid(lab_factory, v6):
     plain, plain_s, pairs, bad = rwnd_run(lab, v6, f"plain{6 if v6 else 4}", RWND_BYTES)
     assert all(a in b for b, a in pairs), "stock HTB changed a window"
     assert bad == 0
+    acts = ack_counters(lab)
+    assert acts["seen"] == 0 and acts["no_table"] > 0, acts
 
     tc(f"class change dev h3 parent 1: classid 1:10 htb rate {rate}"
        f" ceil {rate} ecn_thresh {K} ecn_mode rwnd", lab.sw)
@@ -590,7 +631,7 @@ def flows_proc(ns):
 
 def test_failed_configuration_leaves_no_flow_table(lab_factory):
     """Defect 4: a class change that fails after the ece/rwnd checks
-    leaves no flow table (and no receive hook) behind."""
+    leaves no flow table (nor its dump entry) behind."""
     need_patched_tc()
     lab = lab3(lab_factory, "hf")
     limiter(lab)
@@ -600,7 +641,7 @@ def test_failed_configuration_leaves_no_flow_table(lab_factory):
     assert "dev h3 " not in flows_proc(lab.sw)
     tc(f"class add dev h3 parent 1: classid 1:20 htb rate 1mbit ecn_thresh {K} ecn_mode ece", lab.sw)
     assert "dev h3 " in flows_proc(lab.sw)
-    # back to none everywhere: the table and the hook go
+    # back to none everywhere: the table goes
     tc("class change dev h3 parent 1: classid 1:20 htb rate 1mbit ecn_mode none", lab.sw)
     assert "dev h3 " not in flows_proc(lab.sw)
 
@@ -762,6 +803,7 @@ def test_gso_super_packets(lab_factory, v6):
     assert marked > 0 and marked == got, (marked, got)
     tc(f"class change dev h3 parent 1: classid 1:10 htb rate {rate}"
        f" ceil {rate} ecn_thresh {K} ecn_mode ece", lab.sw)
+    ack_action(lab)
     dce = nstat(lab.ns("h1"), "TcpExtTCPDeliveredCE")
     lab.server("h3", 5002, v6=v6, cc="dctcp")
     p = lab.spawn("h1", [DLTRAFFIC, "flow", "-c", lab.ip("h3", v6), "-p", "5002", "--bytes",
@@ -788,12 +830,176 @@ def test_gso_super_packets(lab_factory, v6):
 
 def test_htb_is_a_module_and_the_feature_works_there(lab_factory):
     """Defect 1: HTB is built as a module (as distributions build it) and
-    ece works with it: the receive hook is a qdisc operation, not a call
-    from the core into sch_htb."""
+    ece works with it: the ACK side is a tc action module (act_htback),
+    not a call from the core into sch_htb."""
     lab = lab3(lab_factory, "hm")
     limiter(lab, f"ecn_thresh {K} ecn_mode ece")
-    mods = open("/proc/modules").read()
-    assert any(l.split()[0] == "sch_htb" for l in mods.splitlines()), "sch_htb is not a loaded module"
+    mods = [l.split()[0] for l in open("/proc/modules").read().splitlines()]
+    assert "sch_htb" in mods, "sch_htb is not a loaded module"
+    assert "act_htback" in mods, "act_htback is not a loaded module"
     rec, _ = flow(lab, nbytes=300_000, sample_ms=0)
     assert rec["bytes"] == 300_000
     assert counter(lab, "ecn_ece_marked") > 0
+
+
+# ------------------------------------------------- the ACK side: htback
+
+def test_without_the_action_no_ack_is_touched(lab_factory):
+    """ece and rwnd act on ACKs only through the htback action on the
+    device's ingress: without it the class still learns its flows at
+    egress and touches no ACK, however long its queue (the core receive
+    path has no hook of its own); with it the same flow's ACKs get ECE."""
+    need_patched_tc()
+    lab = lab3(lab_factory, "ha")
+    rate = f"{ECE_RATE_KBIT}kbit"
+    limiter(lab, f"ecn_thresh {K} ecn_mode ece", rate=rate, ack=False)
+    assert "clsact" not in tc("qdisc show dev h3", lab.sw)
+    lab.server("h3", 5001, cc="dctcp")
+    p = lab.spawn("h1", [DLTRAFFIC, "flow", "-c", lab.ip("h3"), "-p", "5001", "--bytes",
+                         str(ECE_BYTES), "--cc", "dctcp", "--id", "n", "--sample-ms", "100"])
+    # egress still learns the flow
+    wait_until(lambda: ":5001 " in flows_proc(lab.sw), WAIT_S, "the flow's entry in the table")
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err
+    srtt = [r["srtt_us"] for r in json_lines(out) if r["type"] == "sample"]
+    k_us = K * 8 * 1000 / ECE_RATE_KBIT
+    marked = counter(lab, "ecn_ece_marked")
+    print(f"without the action: max srtt {max(srtt) / 1000:.0f} ms (K is {k_us / 1000:.0f} ms),"
+          f" ecn_ece_marked {marked}")
+    # no ACK was marked, though the queue went beyond K
+    assert marked == 0
+    assert max(srtt) > 2 * k_us, srtt
+    # with the action, the next flow's ACKs are marked
+    ack_action(lab)
+    rec, _ = flow(lab, nbytes=ECE_BYTES, server=False, sample_ms=0)
+    assert rec["bytes"] == ECE_BYTES
+    acts = ack_counters(lab)
+    print(f"with the action: ecn_ece_marked {counter(lab, 'ecn_ece_marked')}, action {acts}")
+    assert counter(lab, "ecn_ece_marked") > 0
+    assert acts["seen"] > 0 and acts["no_htb"] == 0 and acts["no_table"] == 0, acts
+
+
+def sw_mac(lab, dev):
+    return json.loads(sh(f"ip -j link show dev {dev}", ns=lab.sw))[0]["address"]
+
+
+@pytest.mark.parametrize("v6", [False, True])
+def test_action_counts_and_passes_what_it_cannot_use(lab_factory, v6):
+    """htback never drops: on a device without HTB (h1, the sender's port)
+    it counts no_htb, beside an HTB without ece/rwnd (h3 in ce) no_table,
+    and malformed or foreign frames (truncated headers, fragments, IPv6
+    extension headers, v4-mapped IPv6, another ethertype) not_tcp, with
+    the ece table in place; the flows through both devices complete."""
+    need_patched_tc()
+    lab = lab3(lab_factory, "hn6" if v6 else "hn4")
+    limiter(lab, f"ecn_thresh {K} ecn_mode ce")
+    ack_action(lab, "h3")
+    ack_action(lab, "h1")
+    rec, _ = flow(lab, nbytes=100_000, v6=v6, sample_ms=0)
+    assert rec["bytes"] == 100_000
+    h1, h3 = ack_counters(lab, "h1"), ack_counters(lab, "h3")
+    print(f"h1 (no HTB): {h1}; h3 (HTB in ce): {h3}")
+    assert h1["no_htb"] > 0 and h1["seen"] == 0 and h1["no_table"] == 0, h1
+    assert h3["no_table"] > 0 and h3["seen"] == 0 and h3["no_htb"] == 0, h3
+    assert h1["not_ingress"] == 0 and h3["not_ingress"] == 0
+
+    tc(f"class change dev h3 parent 1: classid 1:10 htb rate {RATE_MBIT}mbit"
+       f" ceil {RATE_MBIT}mbit ecn_thresh {K} ecn_mode ece", lab.sw)
+    before = ack_counters(lab, "h3")
+    sent = tool(lab, "h3", "badframes", "eth0", sw_mac(lab, "h3"))["sent"]
+    after = wait_until(lambda: (c := ack_counters(lab, "h3"))["not_tcp"] - before["not_tcp"] >= sent
+                       and c, WAIT_S, f"{sent} malformed frames counted as not_tcp")
+    print(f"h3 after {sent} malformed frames: {after}")
+    # and the device still carries flows, whose ACKs the table now sees
+    lab.server("h3", 5002, v6=v6, cc="dctcp")
+    args = [DLTRAFFIC, "flow", "-c", lab.ip("h3", v6), "-p", "5002", "--bytes", "100000",
+            "--cc", "dctcp", "--id", "g"] + (["-6"] if v6 else [])
+    p = lab.spawn("h1", args)
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err
+    assert ack_counters(lab, "h3")["seen"] > after["seen"]
+
+
+def test_action_bad_attributes_are_refused(lab_factory):
+    """The action's dump-only counters, a short TCA_HTBACK_PARMS and an
+    unknown attribute are refused with an extack message (sent over raw
+    rtnetlink: tc never sends them); an index that exists is refused
+    without replace."""
+    need_patched_tc()
+    lab = lab3(lab_factory, "hx")
+    sw = lab.sw
+    for args, msg in ((["parms", "5", "seen", "1"], "failed policy validation. (attribute seen)"),
+                      (["parms_short", "5"], "size out of range. (attribute parms_short)"),
+                      (["parms", "5", "unknown", "1"], "Unknown attribute type. (attribute unknown)"),
+                      ([], "TCA_HTBACK_PARMS is missing"),
+                      (["noopts"], "the action's options are missing")):
+        rc, err = htb_nl(sw, "htback", *args)
+        assert rc == 2, (args, err)
+        assert msg in err, (args, err)
+    assert "htback" not in tc("actions list action htback", sw)
+    assert htb_nl(sw, "htback", "parms", "5") == (0, "")
+    tc("actions del action htback index 5", sw)
+    tc("actions add action htback index 7", sw)
+    err = tc_fails("actions add action htback index 7", sw)
+    assert "exists" in err or "File exists" in err, err
+    tc("actions replace action htback drop index 7", sw)
+    out = tc("actions get action htback index 7", sw)
+    assert "drop" in out and "index 7" in out, out
+    tc("actions del action htback index 7", sw)
+
+
+def test_flow_dump_root_only_bounded_and_lock_free(lab_factory):
+    """/proc/net/htb_ecn_flows names every flow: it is readable by root
+    (of the namespace's user namespace) only.  It is walked under RCU in
+    records (a header, then one bucket each), so a read() fills at most a
+    buffer and holds no lock tc takes: cat in a loop while tc creates and
+    drops tables completes under lockdep, and a dump read 97 bytes at a
+    time equals one read whole."""
+    need_patched_tc()
+    lab = lab3(lab_factory, "hd")
+    # no ACK side: the dump is the egress side's
+    limiter(lab, f"ecn_thresh {K} ecn_mode ece", qopt="ecn_flows 16384", ack=False)
+    mode = os.stat("/proc/net/htb_ecn_flows").st_mode & 0o777
+    assert mode == 0o400, oct(mode)
+
+    def as_nobody():
+        os.setgroups([])
+        os.setgid(65534)
+        os.setuid(65534)
+    # (the file of this test's namespace: nobody may not enter the lab's)
+    p = subprocess.run(["cat", "/proc/net/htb_ecn_flows"], preexec_fn=as_nobody,
+                       capture_output=True, text=True)
+    assert p.returncode != 0 and "Permission denied" in p.stderr, (p.returncode, p.stderr)
+
+    reader = subprocess.Popen(ns_exec(lab.sw) + ["sh", "-c", "while :; do cat /proc/net/htb_ecn_flows"
+                                                  " >/dev/null || exit 1; done"])
+    lab.procs.append(reader)
+    try:
+        for i in range(8):
+            tc(f"class change dev h3 parent 1: classid 1:10 htb rate {RATE_MBIT}mbit ecn_mode none", lab.sw)
+            tc(f"class change dev h3 parent 1: classid 1:10 htb rate {RATE_MBIT}mbit ecn_thresh {K}"
+               " ecn_mode ece", lab.sw)
+            if i % 4 == 3:
+                tc("qdisc del dev h3 root", lab.sw)
+                limiter(lab, f"ecn_thresh {K} ecn_mode ece", qopt="ecn_flows 16384", ack=False)
+        assert reader.poll() is None, "cat failed while tc configured"
+    finally:
+        reader.terminate()
+        reader.wait(timeout=30)
+    lab.server("h3", 5001, cc="dctcp")
+    p = lab.spawn("h1", [DLTRAFFIC, "bulk", "-c", lab.ip("h3"), "-p", "5001", "--bytes", "2000",
+                         "--every-us", "20000", "--count", "24", "--cc", "dctcp"])
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    whole = flows_proc(lab.sw)
+    code = ("import os\nfd = os.open('/proc/net/htb_ecn_flows', os.O_RDONLY)\nb = b''\n"
+            "while True:\n    d = os.read(fd, 97)\n    if not d:\n        break\n    b += d\n"
+            "print(b.decode(), end='')\n")
+    chunked = subprocess.run(ns_exec(lab.sw) + [sys.executable, "-c", code], capture_output=True,
+                             text=True, check=True).stdout
+    lines = [l for l in whole.splitlines() if l.startswith("  ")]
+    print(whole)
+    assert len(lines) >= 8 and table_line(whole, "h3")["size"] == "16384", whole
+    # the same flows (idle times may tick between the reads)
+    strip = lambda t: sorted(re.sub(r" idle_ms \d+", "", l) for l in t.splitlines())
+    assert strip(chunked) == strip(whole), (whole, chunked)
