@@ -162,7 +162,7 @@ SETTINGS = [
                             "testbed/physical/selftest.sh")),
     S("DCNET_SEALED", "bool", False, "1 in a sealed guest (set by the VM runner)", "internal"),
     S("DCNET_TC", "path", "tc", "the patched tc (set by the VM runner to $BUILD's)", "internal",
-      read_by=("bench/vtprobe.sh", "testbed/physical/selftest.sh")),
+      read_by=("bench/vtprobe.sh", "bench/rxcost.sh", "testbed/physical/selftest.sh")),
     S("DCNET_SS", "path", "ss", "the patched ss (set by the VM runner to $BUILD's)", "internal"),
     S("DCNET_TOOLBOX_DISK", "path", None, "the toolbox disk a 9p guest unpacks (set by the "
       "VM runner)", "internal"),
