@@ -8,6 +8,7 @@ dropped TCP packet yields exactly one notification, with the addresses
 swapped, the codepoint set, the TCP header and options intact, the
 original IP length and a valid IPv4 header checksum.
 """
+import contextlib
 import json
 import os
 import socket
@@ -1221,11 +1222,12 @@ def test_syn_and_fin_are_resent_at_once(blocked, v6):
         b.release()
 
 
-@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
-def test_synack_is_resent_at_once(blocked, v6):
-    """a notification for the SYN-ACK of a request socket resends it at
-    once, long before its 1 s timer"""
-    b = blocked
+@contextlib.contextmanager
+def synack_pending(b, v6):
+    """h1 connects to a listener in h2 whose SYN-ACKs the router throws
+    away (netem on its port towards h1), with FastLane on in h2; yields
+    (h2, its counters before, the capture at sw:h2, a predicate for the
+    SYN-ACK) once the capture runs and the SYN is sent"""
     b.release()
     b.v6 = v6
     b.port += 1
@@ -1241,13 +1243,20 @@ def test_synack_is_resent_at_once(blocked, v6):
         n0 = nstat(h2)
         t, got = sniff(b.lab.sw, "h2", 2.0)
         c.connect_ex((dst, port))
-        control_resent_at_once(b, t, got, n0, h2, "SYN-ACK", "h2",
-                               lambda p: p["sport"] == port and p["flags"] & 0x12 == 0x12)
+        yield h2, n0, t, got, lambda p: p["sport"] == port and p["flags"] & 0x12 == 0x12
     finally:
         c.close()
         ls.close()
         tc("qdisc del dev h1 root", b.lab.sw, check=False)
         sh("sysctl -qw net.ipv4.tcp_fastlane=0", ns=h2)
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_synack_is_resent_at_once(blocked, v6):
+    """a notification for the SYN-ACK of a request socket resends it at
+    once, long before its 1 s timer"""
+    with synack_pending(blocked, v6) as (h2, n0, t, got, is_synack):
+        control_resent_at_once(blocked, t, got, n0, h2, "SYN-ACK", "h2", is_synack)
 
 
 @pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
@@ -1256,36 +1265,16 @@ def test_synack_is_resent_at_most_twice(blocked, v6):
     at most once (num_retrans < 2): two resends in all, as for a Fast
     Open child; four genuine notifications of one SYN-ACK in a row give
     two resends and two refusals (Stale).  Before, a third one went."""
-    b = blocked
-    b.release()
-    b.v6 = v6
-    b.port += 1
-    port = b.port
-    h2 = b.lab.ns("h2")
-    dst = b.lab.ip("h2", v6)
-    fam = socket.AF_INET6 if v6 else socket.AF_INET
-    sh("sysctl -qw net.ipv4.tcp_fastlane=1", ns=h2)
-    tc("qdisc del dev h2 root", b.lab.sw, check=False)
-    tc("qdisc add dev h1 root netem loss 100%", b.lab.sw)
-    ls, c = listener_and_client(b, fam, dst, port)
-    try:
-        n0 = nstat(h2)
-        t, got = sniff(b.lab.sw, "h2", 2.0)
-        c.connect_ex((dst, port))
-        first_ = wait_for(got, lambda p: p["sport"] == port and p["flags"] & 0x12 == 0x12, 0.9)
+    with synack_pending(blocked, v6) as (h2, n0, t, got, is_synack):
+        first_ = wait_for(got, is_synack, 0.9)
         assert first_, "no SYN-ACK seen"
         # at once, well before the request's 1 s timer resends it too
-        b.notify(first_[2], to="h2", count=4)
+        blocked.notify(first_[2], to="h2", count=4)
         t.join()
         d = delta(n0, wait_nstat(h2, n0, VERDICT_KEYS, 4, "h2 judged the 4 notifications"), FL_KEYS)
         print(f"SYN-ACK notified 4 times ({'ipv6' if v6 else 'ipv4'}): {d}")
         assert d["TcpExtTCPFastLaneNotify"] == 2 and d["TcpExtTCPFastLaneCtlResend"] == 2, d
         assert d["TcpExtTCPFastLaneStale"] == 2, d
-    finally:
-        c.close()
-        ls.close()
-        tc("qdisc del dev h1 root", b.lab.sw, check=False)
-        sh("sysctl -qw net.ipv4.tcp_fastlane=0", ns=h2)
 
 
 # ------------------------------------------------- defects fixed (issue 20)
