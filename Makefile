@@ -19,8 +19,11 @@ PY := $(VENV)/bin/python
 DCNET := $(PY) -m dcnet
 # Benches, the demonstration and the testbed run in the guest's virtual
 # time (QEMU icount) unless DCNET_CLOCK=real; REPEAT=2 boots each twice
-# with the same seeds and reports how far every figure moved.
+# with the same seeds and reports how far every figure moved; SAMPLES=5
+# boots each five times with different seeds and reports every figure's
+# median and range.
 REPEAT ?= 1
+SAMPLES ?= 1
 # make bench-presto's experiments, one target each (bench-presto-grid ...)
 PRESTO_EXPS := grid rx cpu cpu-clos flowlet oversub trace failover steady-stride steady-bijection steady-random
 
@@ -77,7 +80,7 @@ ovs: deps
 # paper's testbed slowed down to 200 Mbit/s, on the release kernel
 # (docs/d2tcp.md; about 45 min of wall time on a 2-core host).
 demo: tools
-	@$(DCNET) demo --kernel $(BUILD)/obj-release --out $(RESULTS)/demo --repeat $(REPEAT)
+	@$(DCNET) demo --kernel $(BUILD)/obj-release --out $(RESULTS)/demo --repeat $(REPEAT) --samples $(SAMPLES)
 
 check: deps kernel-debug tools ovs
 	@$(DCNET) check
@@ -87,28 +90,28 @@ check-host: deps tools ovs
 	@$(DCNET) check --host-only
 
 bench-d2tcp: deps kernel-release tools
-	@$(DCNET) bench d2tcp --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-d2tcp --repeat $(REPEAT)
+	@$(DCNET) bench d2tcp --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-d2tcp --repeat $(REPEAT) --samples $(SAMPLES)
 	@echo "report: $(RESULTS)/bench-d2tcp/report.md"
 
 # D2TCP's at-scale benchmark (Sec. 4.2, Figs. 9-14) on the testbed's Clos:
 # five OLDI applications, fan-in 10, 20 and 40, TCP, DCTCP and D2TCP, at 25 Mbit/s
 # with every time x 40 (testbed/experiments/d2tcp-atscale.json, docs/d2tcp.md).
 bench-d2tcp-atscale: deps kernel-release tools
-	@$(DCNET) bench d2tcp-atscale --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-d2tcp-atscale --repeat $(REPEAT)
+	@$(DCNET) bench d2tcp-atscale --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-d2tcp-atscale --repeat $(REPEAT) --samples $(SAMPLES)
 	@echo "report: $(RESULTS)/bench-d2tcp-atscale/report.md"
 
 bench-fastlane: deps kernel-release tools
-	@$(DCNET) bench fastlane --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-fastlane --repeat $(REPEAT)
+	@$(DCNET) bench fastlane --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-fastlane --repeat $(REPEAT) --samples $(SAMPLES)
 	@echo "report: $(RESULTS)/bench-fastlane/report.md"
 	@$(MAKE) --no-print-directory bench-fastlane-clos
 
 # FastLane over multiple paths: TCP-Codel, FL-FH, FL-PS, DCTCP on the Clos:
 # the paper's Fig. 4 (utilization), Fig. 5 (a degraded spine link), Fig. 6 (short share)
 bench-fastlane-clos: deps kernel-release tools
-	@$(DCNET) bench fastlane-clos --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-fastlane --repeat $(REPEAT)
+	@$(DCNET) bench fastlane-clos --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-fastlane --repeat $(REPEAT) --samples $(SAMPLES)
 
 bench-htb: deps kernel-release tools
-	@$(DCNET) bench htb --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-htb --repeat $(REPEAT)
+	@$(DCNET) bench htb --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-htb --repeat $(REPEAT) --samples $(SAMPLES)
 	@echo "report: $(RESULTS)/bench-htb/report.md"
 
 # Presto (docs/presto.md): Optimal, ECMP, MPTCP, ECMP over the spanning
@@ -125,16 +128,16 @@ bench-presto: $(addprefix bench-presto-,$(PRESTO_EXPS))
 
 # the grid (Figs. 15-16) is presto.json and writes results/bench-presto
 bench-presto-grid: deps kernel-release tools ovs
-	@$(DCNET) bench presto-grid --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-presto --repeat $(REPEAT)
+	@$(DCNET) bench presto-grid --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-presto --repeat $(REPEAT) --samples $(SAMPLES)
 
 $(addprefix bench-presto-,$(filter-out grid,$(PRESTO_EXPS))): bench-presto-%: deps kernel-release tools ovs
-	@$(DCNET) bench presto-$* --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-presto-$* --repeat $(REPEAT)
+	@$(DCNET) bench presto-$* --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-presto-$* --repeat $(REPEAT) --samples $(SAMPLES)
 
 # Flowlet switching with gaps of 2-50 ms (this rig's regime, Fig. 13)
 # beside Optimal, Presto and l2ecmp on stride: 31 min of wall time
 # (1859 s) on a loaded 2-core host, so not part of bench-presto (docs/presto.md).
 bench-presto-flowlet-sweep: deps kernel-release tools ovs
-	@$(DCNET) bench presto-flowlet-sweep --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-presto-flowlet-sweep --repeat $(REPEAT)
+	@$(DCNET) bench presto-flowlet-sweep --kernel $(BUILD)/obj-release --out $(RESULTS)/bench-presto-flowlet-sweep --repeat $(REPEAT) --samples $(SAMPLES)
 
 # checkpatch.pl on the series as `make series` exports it (a new file's
 # MAINTAINERS reminder left out)
@@ -158,7 +161,7 @@ series-bisect: kernel-release
 # in the release guest.  EXPERIMENT=path runs another definition.
 EXPERIMENT ?= testbed/experiments/default.json
 testbed: deps kernel-release tools
-	@$(DCNET) testbed --kernel $(BUILD)/obj-release --experiment $(EXPERIMENT) --out $(RESULTS)/testbed --repeat $(REPEAT)
+	@$(DCNET) testbed --kernel $(BUILD)/obj-release --experiment $(EXPERIMENT) --out $(RESULTS)/testbed --repeat $(REPEAT) --samples $(SAMPLES)
 	@echo "report: $(RESULTS)/testbed/report.md"
 
 # testbed/physical (Ansible) for real: sshd in network namespaces inside the

@@ -110,6 +110,8 @@ SETTINGS = [
       choices=("virtual", "real")),
     S("DCNET_REPEAT", "int", 1, "boots of one measurement (same seeds); above 1 the report "
       "gives every figure's spread", "host", lo=1),
+    S("DCNET_SAMPLES", "int", 1, "boots of one measurement with different seeds (QEMU's and "
+      "every workload's); above 1 the report gives every figure's median and range", "host", lo=1),
     S("DCNET_TIMEOUT_SCALE", "float", 1.0, "multiplies every wall-time bound (boots, waits "
       "in tests); for a loaded host", "host", lo=0.01),
     S("DCNET_ICOUNT_SHIFT", "int", 0, "virtual time at 2^S ns per instruction; negative "
@@ -161,6 +163,8 @@ SETTINGS = [
       "internal", read_by=("tests/guest/run-in-guest.sh", "tests/guest/loop_routed_fastlane.sh",
                             "testbed/physical/selftest.sh")),
     S("DCNET_SEALED", "bool", False, "1 in a sealed guest (set by the VM runner)", "internal"),
+    S("DCNET_SAMPLE", "int", 0, "the sample a boot runs: every workload and multipath-hash seed "
+      "+ 1009 times it (set by --samples)", "internal", lo=0),
     S("DCNET_TC", "path", "tc", "the patched tc (set by the VM runner to $BUILD's)", "internal",
       read_by=("bench/vtprobe.sh", "bench/rxcost.sh", "testbed/physical/selftest.sh")),
     S("DCNET_SS", "path", "ss", "the patched ss (set by the VM runner to $BUILD's)", "internal"),

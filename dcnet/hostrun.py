@@ -17,7 +17,8 @@ import subprocess
 import sys
 import time
 
-from dcnet import config
+from dcnet import config, samples
+from dcnet.figures import MIN_FCT_FLOWS, flatten, is_headline  # noqa: F401 (hostrun.flatten)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # the VM runner of this repository: run as a module from ROOT, so that it
@@ -53,10 +54,13 @@ def add_args(ap, out_default, timeout=3600):
     ap.add_argument("--repeat", type=int, default=config.get("DCNET_REPEAT"),
                     help="boots of the same run (same seeds); >1 reports the largest "
                          "relative difference of every figure")
+    ap.add_argument("--samples", type=int, default=config.get("DCNET_SAMPLES"),
+                    help="boots with different seeds (QEMU's and every workload's); >1 reports "
+                         "each figure's median and range and decides goals over all samples")
     ap.add_argument("--timeout", type=int, default=timeout, help="seconds per boot")
     ap.add_argument("--reanalyse", metavar="DIR", default=None,
-                    help="boot nothing: analyse DIR's raw data again (DIR/raw.json[.xz] or "
-                         "DIR/run*/raw.json[.xz]) and write results, plots and reports to --out")
+                    help="boot nothing: analyse DIR's raw data again (DIR/raw.json[.xz], "
+                         "DIR/run*/ or DIR/sample*/raw.json[.xz]) and write results, plots and reports to --out")
     ap.add_argument("--jobs", type=int, default=0,
                     help="boots at a time with --repeat (default: in virtual time one per host "
                          "core, since each runs in one host thread and its results do not "
@@ -72,28 +76,48 @@ def jobs_of(a, n):
     return 1
 
 
-def boot_all(a, outs, guest_cmd_for):
+def boot_all(a, outs, guest_cmd_for, env_for=None):
     """Boot once per directory in outs (guest_cmd_for(out) gives the guest
-    command), jobs_of() at a time; returns [(rc, wall seconds)]."""
+    command, env_for(out) what it adds to the environment), jobs_of() at a
+    time; returns [(rc, wall seconds)]."""
     from concurrent.futures import ThreadPoolExecutor
     clock = clock_of(a)
 
     def one(out):
         t0 = time.time()
-        rc = boot(a.kernel, out, guest_cmd_for(out), a.timeout, clock)
+        rc = boot(a.kernel, out, guest_cmd_for(out), a.timeout, clock,
+                  env=env_for(out) if env_for else None)
         return rc, time.time() - t0
     with ThreadPoolExecutor(max_workers=jobs_of(a, len(outs))) as ex:
         return list(ex.map(one, outs))
+
+
+def plan(a, out):
+    """The boots of a run: (dirs, env_for).  --repeat N: out/run1.. with
+    the same seeds; --samples N: out/sample1.. with sample i's seeds
+    (dcnet/samples.py); neither: out itself."""
+    rep, smp = max(1, a.repeat), max(1, getattr(a, "samples", 1) or 1)
+    if rep > 1 and smp > 1:
+        sys.exit("--repeat and --samples together: repeat one sample (--repeat) or take several "
+                 "(--samples), not both")
+    if smp > 1:
+        outs = samples.dirs(out, smp)
+        envs = {o: samples.env(i) for i, o in enumerate(outs)}
+        return outs, envs.get
+    return run_dirs(out, rep), None
 
 
 def clock_of(a):
     return a.clock or config.get("DCNET_CLOCK") or "virtual"
 
 
-def boot(kernel, out, guest_cmd, timeout, clock):
-    """One boot; the guest writes out/raw.json.  Returns vmrun's status."""
+def boot(kernel, out, guest_cmd, timeout, clock, env=None):
+    """One boot; the guest writes out/raw.json.  env: settings that this
+    boot adds to the environment (a sample's seeds).  Returns vmrun's
+    status."""
     rc = subprocess.run([sys.executable, *VMRUN, "--kernel", kernel, "--out", out,
-                         "--timeout", str(timeout), "--clock", clock, "--"] + guest_cmd, cwd=ROOT).returncode
+                         "--timeout", str(timeout), "--clock", clock, "--"] + guest_cmd, cwd=ROOT,
+                        env=dict(os.environ, **env) if env else None).returncode
     log = os.path.join(out, "guest.log")
     if os.path.exists(log):
         with open(log, errors="replace") as f:
@@ -146,35 +170,6 @@ def insert_header(report_md, line):
 
 # ------------------------------------------------------------ repeat spread
 
-def flatten(obj, prefix=""):
-    """Numeric leaves of a results tree as {path: value}.  List items are
-    named by a 'name'/'scheme'/'workload'/... field where they have one,
-    so that two runs' cells pair up by meaning, not by position."""
-    out = {}
-    if isinstance(obj, bool) or obj is None:
-        return out
-    if isinstance(obj, (int, float)):
-        if math.isfinite(obj):
-            out[prefix] = float(obj)
-        return out
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
-        return out
-    if isinstance(obj, list):
-        for i, v in enumerate(obj):
-            label = str(i)
-            if isinstance(v, dict):
-                keys = [str(v[k]) for k in ("scheme", "cc", "workload", "name", "load", "n", "fanin", "flows",
-                                            "mode", "cell", "x_over_t", "per_vm") if k in v
-                        and not isinstance(v[k], (dict, list))]
-                if keys:
-                    label = "/".join(keys)
-            out.update(flatten(v, f"{prefix}[{label}]"))
-        return out
-    return out
-
-
 def spread(results, ignore=()):
     """Largest relative difference of each figure across runs:
     (max - min) / max(|max|, |min|).  Figures absent from a run are listed
@@ -194,36 +189,6 @@ def spread(results, ignore=()):
         den = max(abs(hi), abs(lo))
         rows.append(dict(figure=k, values=vals, spread=0.0 if den == 0 else (hi - lo) / den))
     return rows
-
-
-# The figures the repeatability goal is about (issue 15): throughputs,
-# saturation, missed-deadline fractions, and FCT percentiles of at least
-# MIN_FCT_FLOWS flows.  Everything else (an RTT CDF's points, per-port drop
-# counts) is listed too, but not held to the goal.
-THROUGHPUT_KEYS = ("bps", "mbit", "tput", "throughput", "of_link", "of_optimal", "saturation",
-                   "goodput", "jain")
-FRACTION_KEYS = ("missed_fraction", "missed_frac", "deadline_miss")
-PCT_KEYS = ("p50", "p90", "p99", "p999", "p99_9", "mean_fct", "fct_")
-MIN_FCT_FLOWS = 1000
-
-
-def is_headline(figure, flat):
-    leaf = figure.rsplit(".", 1)[-1].lower()
-    if "cpu" in figure or "rtt" in figure.lower() or "calibrat" in figure or "sustained" in figure:
-        return False
-    if any(k in leaf for k in FRACTION_KEYS):
-        return True
-    if any(k in leaf for k in THROUGHPUT_KEYS) and "cdf" not in figure:
-        return True
-    if any(leaf.startswith(k) or k in leaf for k in PCT_KEYS) and "cdf" not in figure:
-        # an FCT percentile counts when its cell has enough flows
-        parent = figure.rsplit(".", 1)[0] if "." in figure else ""
-        for nkey in ("n", "flows", "responses", "count"):
-            n = flat.get(f"{parent}.{nkey}" if parent else nkey)
-            if n is not None:
-                return n >= MIN_FCT_FLOWS
-        return False
-    return False
 
 
 def spread_markdown(rows, runs, goal=REPEAT_GOAL, limit=25, flat=None):
@@ -304,9 +269,9 @@ def run(a, guest_cmd, analyse, render, name, extra_header=None, ignore=IGNORE):
         return reanalyse(a.reanalyse, a.out, analyse, render, name, extra_header, ignore)
     out = os.path.abspath(a.out)
     clock = clock_of(a)
-    outs = run_dirs(out, a.repeat)
+    outs, env_for = plan(a, out)
     n = len(outs)
-    boots = boot_all(a, outs, lambda o: guest_cmd)
+    boots = boot_all(a, outs, lambda o: guest_cmd, env_for)
     results = []
     walls = []
     for i, (run_out, (rc, wall)) in enumerate(zip(outs, boots)):
@@ -323,10 +288,25 @@ def run(a, guest_cmd, analyse, render, name, extra_header=None, ignore=IGNORE):
         extra = extra_header(raw, res) if extra_header else None
         insert_header(os.path.join(run_out, "report.md"), header(run_out, wall, extra))
         results.append(res)
-    if n > 1:
-        finish_repeat(out, results, walls, clock, name, ignore)
+    finish_runs(a, out, results, walls, clock, name, ignore)
     print(open(os.path.join(out, "report.md")).read())
     return results
+
+
+def finish_runs(a, out, results, walls, clock, name, ignore=IGNORE):
+    """the Repeatability or Samples section of a run of several boots"""
+    if len(results) > 1 and max(1, getattr(a, "samples", 1) or 1) > 1:
+        samples.finish(out, results, walls, name, ignore)
+    elif len(results) > 1:
+        finish_repeat(out, results, walls, clock, name, ignore)
+
+
+def boot_subdirs(d, prefix):
+    """d's PREFIX1, PREFIX2, ... (the boots of a --repeat or --samples
+    run), in order"""
+    n = len(prefix)
+    return sorted((x for x in os.listdir(d) if x.startswith(prefix) and x[n:].isdigit()),
+                  key=lambda x: int(x[n:]))
 
 
 def _load_raw(d):
@@ -340,13 +320,14 @@ def _load_raw(d):
 
 
 def reanalyse(src, out, analyse, render, name, extra_header=None, ignore=IGNORE):
-    """A finished run's raw data (src/raw.json or src/run*/raw.json,
-    plain or .xz) analysed again into out/, with the same layout as run()
+    """A finished run's raw data (src/raw.json, src/run*/raw.json or
+    src/sample*/raw.json, plain or .xz) analysed again into out/, with the same layout as run()
     writes: for a change of analysis, not of measurement.  Each report
     says which raw data it read; the wall time is not known again."""
     src, out = os.path.abspath(src), os.path.abspath(out)
-    runs = sorted((d for d in os.listdir(src) if d.startswith("run") and d[3:].isdigit()),
-                  key=lambda d: int(d[3:]))
+    runs = boot_subdirs(src, "run")
+    sampled = not runs and bool(boot_subdirs(src, "sample"))
+    runs = runs or boot_subdirs(src, "sample")
     pairs = [(os.path.join(src, d), os.path.join(out, d)) for d in runs] or [(src, out)]
     results = []
     for run_src, run_out in pairs:
@@ -367,7 +348,9 @@ def reanalyse(src, out, analyse, render, name, extra_header=None, ignore=IGNORE)
                       f"`{os.path.relpath(run_src, ROOT) if run_src.startswith(ROOT + os.sep) else run_src}` "
                       "(no new boot).")
         results.append(res)
-    if len(results) > 1:
+    if len(results) > 1 and sampled:
+        samples.finish(out, results, [None] * len(results), name, ignore)
+    elif len(results) > 1:
         clock = (vm_meta(pairs[0][0]) or {}).get("clock")
         finish_repeat(out, results, [None] * len(results), clock, name, ignore)
     print(open(os.path.join(out, "report.md")).read())

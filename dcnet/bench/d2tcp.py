@@ -21,6 +21,7 @@ import sys
 import time
 
 from dcnet import config, progress
+from dcnet import samples as sampling
 from dcnet import ROOT
 from dcnet import hostrun
 from dcnet.bench.calibrate import calibrate
@@ -283,7 +284,7 @@ def guest_fig7(queries, fanins=None, cc_sample_ms=0, q_sample_ms=0, rig="time"):
                                           ",".join(f"{lab.ip(l)}:5001" for l in leaves),
                                           "--queries", str(queries), "--resp-bytes", f"{resp[0]}-{resp[1]}",
                                           "--deadline-us", f"{dl[0]}-{dl[1]}", "--interval-us", str(interval),
-                                          "--cc", cc, "--seed", "7", "--start-at-us", str(start)])
+                                          "--cc", cc, "--seed", str(sampling.seed(7)), "--start-at-us", str(start)])
                 c0 = sample_at(start)
                 out, err = root.communicate(timeout=1800)
                 if root.returncode != 0:

@@ -34,6 +34,7 @@ import subprocess
 import time
 
 from dcnet import config, progress
+from dcnet import samples as sampling
 from dcnet import ROOT
 from dcnet import hostrun
 from dcnet.stats import busy_pct, cpu_busy, cpu_note, cpu_sample, percentile, sample_at
@@ -279,7 +280,7 @@ def guest_main(a):
                     configure(lab, scheme, rate, "agg", ports, hosts=False)  # fresh counters
                     caps = start_capture(lab, ["agg"] + workers, a.capture, out, f"{scheme}-{load}")
                     t0 = time.time()
-                    flows, busy = run_pa(lab, scheme, rate, load, a.duration, workers, longs, seed=11)
+                    flows, busy = run_pa(lab, scheme, rate, load, a.duration, workers, longs, seed=sampling.seed(11))
                     el = time.time() - t0
                     stop_capture(caps)
                     raw["pa"].append(dict(scheme=scheme, load=load, flows=flows, elapsed_s=el, cpu_busy=busy,
@@ -309,7 +310,7 @@ def guest_main(a):
                     n0 = netstat(lab)
                     configure(lab, scheme, rate, "agg", ports, hosts=False)
                     t0 = time.time()
-                    r = run_incast(lab, scheme, n, a.incast_queries, workers, seed=5)
+                    r = run_incast(lab, scheme, n, a.incast_queries, workers, seed=sampling.seed(5))
                     r["elapsed_s"] = time.time() - t0
                     r.update(scheme=scheme, n=n, ports=port_stats(lab, ports),
                              netstat={k: v - n0[k] for k, v in netstat(lab).items()})

@@ -59,6 +59,7 @@ import threading
 import time
 
 from dcnet import config, progress
+from dcnet import samples as sampling
 from dcnet import ROOT, hostrun, partial
 from dcnet.stats import CPU_LIMIT, cpu_sample as cpu_busy
 
@@ -735,10 +736,11 @@ def guest_main(a):
                          hosts=[f"h{i}" for i in range(1, base.n_hosts + 1)], link_mbit=base.link_mbit,
                          paper_link_mbit=base.paper_link_mbit, scale=base.scale,
                          started=datetime.datetime.now(datetime.timezone.utc).isoformat(),
-                         hash_seed=exp.get("hash_seed", HASH_SEED), cport_base=CPORT_BASE,
+                         hash_seed=sampling.seed(exp.get("hash_seed", HASH_SEED)), cport_base=CPORT_BASE,
                          sport_base=SPORT_BASE, sport_lane=SPORT_LANE,
                          hash_fields=exp.get("hash_fields", HASH_FIELDS),
-                         experiment=exp), runs=[])
+                         experiment=exp,
+                         **({"sample": sampling.index()} if sampling.index() else {})), runs=[])
     # the cells, for the host's progress lines (dcnet/progress.py)
     progress.start(len(cells_of(exp, getattr(a, "cells", None))))
     for scheme in exp["schemes"]:
@@ -748,7 +750,7 @@ def guest_main(a):
                 continue
             t0 = time.time()
             fab = Fabric(topo, mode=scheme.get("mode", "ecmp"), subflows=scheme.get("subflows", 8),
-                         hash_seed=exp.get("hash_seed", HASH_SEED), flowcell_bytes=scheme.get("flowcell_bytes"),
+                         hash_seed=sampling.seed(exp.get("hash_seed", HASH_SEED)), flowcell_bytes=scheme.get("flowcell_bytes"),
                          hash_fields=exp.get("hash_fields"),
                          **({"flowlet_gap_us": scheme["flowlet_gap_us"]}
                             if scheme.get("flowlet_gap_us") else {}),
@@ -756,13 +758,15 @@ def guest_main(a):
                          **({"presto_gro_knobs": scheme["presto_gro_knobs"]}
                             if scheme.get("presto_gro_knobs") else {}),
                          # each flow's first flowcell path from the seed (repeatable)
-                         **({"flowcell_seed": exp.get("hash_seed", HASH_SEED)}
+                         **({"flowcell_seed": sampling.seed(exp.get("hash_seed", HASH_SEED))}
                             if scheme.get("mode") == "presto" else {}))
             try:
                 flows = []
                 # "with": workloads run alongside (Presto's mice next to elephants)
                 for part in [wl] + list(wl.get("with", [])):
                     params = {k: v for k, v in part.items() if k not in ("name", "with", "label")}
+                    if sampling.index():
+                        params["seed"] = sampling.seed(params.get("seed", 1))
                     params.setdefault("duration_s", exp.get("duration_s", 10))
                     params.setdefault("link_mbit", topo.link_mbit)
                     if part["name"] in ("random", "bijection", "oldi", "pairs") and base.kind == "clos":
@@ -876,9 +880,9 @@ def host_main(a):
     if a.timeout is None:
         a.timeout = boot_timeout(exp, cells)
     out = os.path.abspath(a.out)
-    outs = hostrun.run_dirs(out, a.repeat)
+    outs, env_for = hostrun.plan(a, out)
     n = len(outs)
-    boots = hostrun.boot_all(a, outs, lambda o: guest_cmd(a, o))
+    boots = hostrun.boot_all(a, outs, lambda o: guest_cmd(a, o), env_for)
     results, walls, failures, rcs = [], [], [], []
     for run_out, (rc, wall) in zip(outs, boots):
         raw, failed = collect(run_out, rc)
@@ -889,7 +893,9 @@ def host_main(a):
         flags = cpu_flags(raw)
         extra = {"scale": f"{meta.get('link_mbit')} Mbit/s links against the paper's "
                           f"{meta.get('paper_link_mbit')} ({meta.get('scale')})",
-                 "seeds": f"workload seeds as in the experiment, fib_multipath_hash_seed "
+                 "seeds": (f"sample {meta['sample'] + 1}: every workload seed + {sampling.STRIDE * meta['sample']}, "
+                           if meta.get("sample") else "workload seeds as in the experiment, ")
+                          + "fib_multipath_hash_seed "
                           f"{meta.get('hash_seed')}, iperf3 --cport {meta.get('cport_base')}+flow id"
                           + (f", sized flows from port {meta['sport_base']}+{meta['sport_lane']}*lane+k"
                              if meta.get("sport_base") else "")
@@ -905,8 +911,7 @@ def host_main(a):
         results.append(res)
         failures += failed
         rcs.append(rc)
-    if n > 1:
-        hostrun.finish_repeat(out, results, walls, hostrun.clock_of(a), "testbed")
+    hostrun.finish_runs(a, out, results, walls, hostrun.clock_of(a), "testbed")
     print(open(os.path.join(out, "report.md")).read())
     if failures:
         sys.exit("testbed: FAILED: a fault did not happen as the experiment says:\n  " + "\n  ".join(failures))
