@@ -210,6 +210,11 @@ def cmd_experiment(argv, prog):
     return experiment.main(argv, prog=prog)
 
 
+def cmd_presto_gro(argv, prog):
+    from dcnet import prestogro
+    return prestogro.main(argv, prog=prog)
+
+
 def cmd_config(argv, prog):
     from dcnet import config
     return config.main(argv, prog=prog)
@@ -227,6 +232,7 @@ COMMANDS = {
     "report": (cmd_report, "a testbed report from a raw.json"),
     "workloads": (cmd_workloads, "print a workload's flows as JSON"),
     "experiment": (cmd_experiment, "check experiment files against the schema"),
+    "presto-gro": (cmd_presto_gro, "show or set Presto GRO on a device (its generic netlink family)"),
     "config": (cmd_config, "print the settings (DCNET_* variables, dcnet.toml) in effect"),
 }
 
