@@ -47,7 +47,7 @@ overlay_files() {
 		(cd "$ROOT" && find "$d" -type f \( -name '*.c' -o -name '*.h' \) | sort)
 	done | while read -r f; do echo "$f $f"; done
 	if [ -d "$ROOT/Documentation" ]; then
-		(cd "$ROOT" && find Documentation -type f -name '*.rst' | sort)
+		(cd "$ROOT" && find Documentation -type f \( -name '*.rst' -o -name '*.yaml' \) | sort)
 	fi | while read -r f; do echo "$f $f"; done
 }
 

@@ -14,7 +14,7 @@ values read at the end of a run are that run's:
              cwnd, rtt, reordering, reord_seen, retrans, dsack_dups, ...
   nic        the host NICs' qdisc counters (the vSwitch's uN in Presto's
              modes, else the host's eth0): sent, drops, backlog
-  presto_gro per host, /sys/class/net/eth0/presto_gro/* (Presto's modes)
+  presto_gro per host, eth0's Presto GRO state (Presto's modes; dcnet/prestogro.py)
   flowcell   the datapath's flowcell counters (`ovs-dpctl show`)
 
 nstat also keeps IPv4's receive counters (Ip, IpExt): InReceives counts
@@ -201,19 +201,17 @@ def nic(fab):
 
 
 def presto_gro(fab):
+    """each host's eth0: Presto GRO's settings and counters (its generic
+    netlink family; {} on a kernel without it)"""
+    from dcnet.prestogro import NetlinkError, PrestoGro, flat
+    from dcnet.testbed.ns import netns
     res = {}
     for name in fab.hosts:
-        p = subprocess.run(["ip", "netns", "exec", fab.ns(name), "sh", "-c",
-                            "cd /sys/class/net/eth0/presto_gro 2>/dev/null && grep -H . *"],
-                           capture_output=True, text=True, timeout=60)
-        d = {}
-        for line in p.stdout.splitlines():
-            k, _, v = line.partition(":")
-            try:
-                d[k] = int(v)
-            except ValueError:
-                d[k] = v
-        res[name] = d
+        try:
+            with netns(fab.ns(name)), PrestoGro() as pg:
+                res[name] = flat(pg.get("eth0"))
+        except NetlinkError:
+            res[name] = {}
     return res
 
 

@@ -474,14 +474,14 @@ class Fabric:
                                        flowcell_bytes=self.flowcell_bytes)
         self.presto.install()
         if self.presto_gro:
-            # the receivers' Presto GRO (issue 18) on every host's eth0;
-            # sysfs shows a namespace's devices only when mounted inside
-            # it, which `ip netns exec` does
-            knobs = "".join(f"echo {int(v)} > /sys/class/net/eth0/presto_gro/{k} && "
-                            for k, v in sorted(self.presto_gro_knobs.items()))
+            # the receivers' Presto GRO on every host's eth0, over its
+            # generic netlink family from a socket opened in the host's
+            # namespace (knobs and enabling in one request)
+            from dcnet.prestogro import PrestoGro
+            knobs = {k: int(v) for k, v in self.presto_gro_knobs.items()}
             for h in self.hosts.values():
-                run(["ip", "netns", "exec", self.ns(h.name), "sh", "-c",
-                     knobs + "echo 1 > /sys/class/net/eth0/presto_gro/enabled"])
+                with netns(self.ns(h.name)), PrestoGro() as pg:
+                    pg.set("eth0", enabled=1, **knobs)
 
     def link_rate(self, a, b):
         """a link's rate in Mbit/s now: 0 when it is down"""

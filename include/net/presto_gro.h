@@ -22,7 +22,6 @@
 #include <linux/openvswitch.h>
 
 struct napi_struct;
-struct attribute_group;
 
 /* Parameters of Algorithm 1 (per device) */
 struct presto_gro_params {
@@ -144,7 +143,6 @@ void presto_gro_flow_drain(struct presto_gro_flow *f, struct list_head *out,
 DECLARE_STATIC_KEY_FALSE(presto_gro_active);
 bool presto_gro_receive(struct napi_struct *napi, struct sk_buff *skb,
 			int segs);
-extern const struct attribute_group presto_gro_sysfs_group;
 
 static inline bool presto_gro_hook(struct napi_struct *napi,
 				   struct sk_buff *skb, int segs)

@@ -13,6 +13,9 @@
  * in order, what is a loss inside a flowcell, and what waited longer than
  * alpha * EWMA of past reordering durations at a flowcell boundary.  A
  * per-device hrtimer releases held segments when no packet arrives.
+ *
+ * A device's settings and counters are read and written over the generic
+ * netlink family "presto-gro" (uapi/linux/presto_gro.h).
  */
 
 #include <linux/hashtable.h>
@@ -27,15 +30,16 @@
 #include <linux/mutex.h>
 #include <linux/netdevice.h>
 #include <linux/slab.h>
-#include <linux/sysfs.h>
 #include <linux/tcp.h>
 #include <linux/unaligned.h>
 #include <kunit/visibility.h>
+#include <net/genetlink.h>
 #include <net/gro.h>
 #include <net/ipv6.h>
 #include <net/net_namespace.h>
 #include <net/presto_gro.h>
 #include <net/tcp.h>
+#include <uapi/linux/presto_gro.h>
 
 /* ---------------------------------------------------------------------
  * Pure decision logic (KUnit: net/core/presto_gro_kunit.c)
@@ -805,6 +809,16 @@ static void presto_gro_release(struct presto_gro_dev *pd,
 		presto_gro_deliver(&out);
 }
 
+static void presto_gro_defaults(struct presto_gro_params *p)
+{
+	p->alpha = PRESTO_GRO_ALPHA_DEFAULT;
+	p->beta = PRESTO_GRO_BETA_DEFAULT;
+	p->timeout_min_us = PRESTO_GRO_TMIN_US_DEFAULT;
+	p->timeout_max_us = PRESTO_GRO_TMAX_US_DEFAULT;
+	p->max_segs = PRESTO_GRO_MAX_SEGS_DEFAULT;
+	p->max_bytes = PRESTO_GRO_MAX_BYTES_DEFAULT;
+}
+
 static struct presto_gro_dev *presto_gro_dev_get(struct net_device *dev)
 {
 	struct presto_gro_dev *pd;
@@ -818,12 +832,7 @@ static struct presto_gro_dev *presto_gro_dev_get(struct net_device *dev)
 		return NULL;
 	pd->dev = dev;
 	spin_lock_init(&pd->lock);
-	pd->p.alpha = PRESTO_GRO_ALPHA_DEFAULT;
-	pd->p.beta = PRESTO_GRO_BETA_DEFAULT;
-	pd->p.timeout_min_us = PRESTO_GRO_TMIN_US_DEFAULT;
-	pd->p.timeout_max_us = PRESTO_GRO_TMAX_US_DEFAULT;
-	pd->p.max_segs = PRESTO_GRO_MAX_SEGS_DEFAULT;
-	pd->p.max_bytes = PRESTO_GRO_MAX_BYTES_DEFAULT;
+	presto_gro_defaults(&pd->p);
 	hash_init(pd->flows);
 	hrtimer_init(&pd->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_PINNED_SOFT);
 	pd->timer.function = presto_gro_timer;
@@ -880,226 +889,308 @@ static struct notifier_block presto_gro_notifier = {
 };
 
 /* ---------------------------------------------------------------------
- * sysfs: /sys/class/net/DEV/presto_gro/
+ * Generic netlink: the "presto-gro" family (uapi/linux/presto_gro.h,
+ * Documentation/netlink/specs/presto-gro.yaml)
  */
 
-enum {
-	PG_ENABLED, PG_ALPHA, PG_BETA, PG_TMIN, PG_TMAX, PG_MAXSEGS,
-	PG_HELD, PG_INORDER, PG_TIMEOUT, PG_LOSS, PG_OLD, PG_EVICTED,
-	PG_REORDER, PG_EWMA, PG_FLOWS, PG_LATE, PG_UNTAGGED, PG_RESTARTS,
-	PG_EXPIRED, PG_MAXBYTES, PG_HELDBYTES,
+static const struct netlink_range_validation presto_gro_factor_range = {
+	.min	= 1,
+	.max	= 1000000,
 };
 
-struct presto_gro_attr {
-	struct device_attribute attr;
-	int field;
+static const struct netlink_range_validation presto_gro_us_range = {
+	.min	= 0,
+	.max	= USEC_PER_SEC,
 };
 
-static u32 *presto_gro_param(struct presto_gro_params *p, int field)
-{
-	switch (field) {
-	case PG_ALPHA:
-		return &p->alpha;
-	case PG_BETA:
-		return &p->beta;
-	case PG_TMIN:
-		return &p->timeout_min_us;
-	case PG_TMAX:
-		return &p->timeout_max_us;
-	case PG_MAXSEGS:
-		return &p->max_segs;
-	case PG_MAXBYTES:
-		return &p->max_bytes;
-	}
-	return NULL;
-}
+static const struct netlink_range_validation presto_gro_bytes_range = {
+	.min	= 4096,
+	.max	= 256 << 20,
+};
 
-static u64 presto_gro_field(struct presto_gro_dev *pd, int field)
-{
-	struct presto_gro_params def = {
-		PRESTO_GRO_ALPHA_DEFAULT, PRESTO_GRO_BETA_DEFAULT,
-		PRESTO_GRO_TMIN_US_DEFAULT, PRESTO_GRO_TMAX_US_DEFAULT,
-		PRESTO_GRO_MAX_SEGS_DEFAULT, PRESTO_GRO_MAX_BYTES_DEFAULT,
-	};
-	u32 *param = presto_gro_param(pd ? &pd->p : &def, field);
-	u64 st[] = {
-		[PG_HELD] = pd ? pd->st.held : 0,
-		[PG_INORDER] = pd ? pd->st.pushed_inorder : 0,
-		[PG_TIMEOUT] = pd ? pd->st.pushed_timeout : 0,
-		[PG_LOSS] = pd ? pd->st.pushed_loss : 0,
-		[PG_OLD] = pd ? pd->st.pushed_old : 0,
-		[PG_EVICTED] = pd ? pd->st.pushed_evicted : 0,
-		[PG_REORDER] = pd ? pd->st.reorder_events : 0,
-		[PG_EWMA] = pd ? div_u64(pd->ewma_ns, NSEC_PER_USEC) : 0,
-		[PG_FLOWS] = pd ? pd->nflows : 0,
-		[PG_LATE] = pd ? pd->st.late_fills : 0,
-		[PG_UNTAGGED] = pd ? pd->st.untagged : 0,
-		[PG_RESTARTS] = pd ? pd->st.restarts : 0,
-		[PG_EXPIRED] = pd ? pd->st.expired : 0,
-		[PG_HELDBYTES] = pd ? pd->held_bytes : 0,
-	};
+static const struct nla_policy
+presto_gro_get_nl_policy[PRESTO_GRO_A_DEV_IFINDEX + 1] = {
+	[PRESTO_GRO_A_DEV_IFINDEX] = NLA_POLICY_MIN(NLA_U32, 1),
+};
 
-	if (param)
-		return *param;
-	if (field == PG_ENABLED)
-		return pd ? pd->enabled : 0;
-	return field < ARRAY_SIZE(st) ? st[field] : 0;
-}
+static const struct nla_policy
+presto_gro_set_nl_policy[PRESTO_GRO_A_DEV_MAX_BYTES + 1] = {
+	[PRESTO_GRO_A_DEV_IFINDEX] = NLA_POLICY_MIN(NLA_U32, 1),
+	[PRESTO_GRO_A_DEV_ENABLED] = NLA_POLICY_MAX(NLA_U8, 1),
+	[PRESTO_GRO_A_DEV_ALPHA] =
+		NLA_POLICY_FULL_RANGE(NLA_U32, &presto_gro_factor_range),
+	[PRESTO_GRO_A_DEV_BETA] =
+		NLA_POLICY_FULL_RANGE(NLA_U32, &presto_gro_factor_range),
+	[PRESTO_GRO_A_DEV_TIMEOUT_MIN_US] =
+		NLA_POLICY_FULL_RANGE(NLA_U32, &presto_gro_us_range),
+	[PRESTO_GRO_A_DEV_TIMEOUT_MAX_US] =
+		NLA_POLICY_FULL_RANGE(NLA_U32, &presto_gro_us_range),
+	[PRESTO_GRO_A_DEV_MAX_SEGS] =
+		NLA_POLICY_FULL_RANGE(NLA_U32, &presto_gro_factor_range),
+	[PRESTO_GRO_A_DEV_MAX_BYTES] =
+		NLA_POLICY_FULL_RANGE(NLA_U32, &presto_gro_bytes_range),
+};
 
-static ssize_t presto_gro_show(struct device *d, struct device_attribute *a,
-			       char *buf)
+static int presto_gro_nl_fill(struct sk_buff *rsp, struct net_device *dev,
+			      const struct genl_info *info)
 {
-	struct presto_gro_attr *pa = container_of(a, struct presto_gro_attr, attr);
-	struct net_device *dev = to_net_dev(d);
+	struct presto_gro_stats st = {};
+	struct presto_gro_params p;
+	u32 flows = 0, held_bytes = 0;
 	struct presto_gro_dev *pd;
-	u64 v;
+	bool enabled = false;
+	struct nlattr *nest;
+	u64 ewma_us = 0;
+	void *hdr;
 
-	rcu_read_lock();
+	presto_gro_defaults(&p);
 	pd = presto_gro_dev_rcu(dev);
-	if (pd)
+	if (pd) {
 		spin_lock_bh(&pd->lock);
-	v = presto_gro_field(pd, pa->field);
-	if (pd)
+		p = pd->p;
+		st = pd->st;
+		ewma_us = div_u64(pd->ewma_ns, NSEC_PER_USEC);
+		flows = pd->nflows;
+		held_bytes = pd->held_bytes;
+		enabled = pd->enabled;
 		spin_unlock_bh(&pd->lock);
-	rcu_read_unlock();
-	return sysfs_emit(buf, "%llu\n", v);
+	}
+
+	hdr = genlmsg_iput(rsp, info);
+	if (!hdr)
+		return -EMSGSIZE;
+	if (nla_put_u32(rsp, PRESTO_GRO_A_DEV_IFINDEX, dev->ifindex) ||
+	    nla_put_u8(rsp, PRESTO_GRO_A_DEV_ENABLED, enabled) ||
+	    nla_put_u32(rsp, PRESTO_GRO_A_DEV_ALPHA, p.alpha) ||
+	    nla_put_u32(rsp, PRESTO_GRO_A_DEV_BETA, p.beta) ||
+	    nla_put_u32(rsp, PRESTO_GRO_A_DEV_TIMEOUT_MIN_US,
+			p.timeout_min_us) ||
+	    nla_put_u32(rsp, PRESTO_GRO_A_DEV_TIMEOUT_MAX_US,
+			p.timeout_max_us) ||
+	    nla_put_u32(rsp, PRESTO_GRO_A_DEV_MAX_SEGS, p.max_segs) ||
+	    nla_put_u32(rsp, PRESTO_GRO_A_DEV_MAX_BYTES, p.max_bytes))
+		goto nla_put_failure;
+
+	nest = nla_nest_start(rsp, PRESTO_GRO_A_DEV_STATS);
+	if (!nest)
+		goto nla_put_failure;
+	if (nla_put_uint(rsp, PRESTO_GRO_A_STATS_HELD, st.held) ||
+	    nla_put_uint(rsp, PRESTO_GRO_A_STATS_PUSHED_INORDER,
+			 st.pushed_inorder) ||
+	    nla_put_uint(rsp, PRESTO_GRO_A_STATS_PUSHED_TIMEOUT,
+			 st.pushed_timeout) ||
+	    nla_put_uint(rsp, PRESTO_GRO_A_STATS_PUSHED_LOSS,
+			 st.pushed_loss) ||
+	    nla_put_uint(rsp, PRESTO_GRO_A_STATS_PUSHED_OLD, st.pushed_old) ||
+	    nla_put_uint(rsp, PRESTO_GRO_A_STATS_PUSHED_EVICTED,
+			 st.pushed_evicted) ||
+	    nla_put_uint(rsp, PRESTO_GRO_A_STATS_REORDER_EVENTS,
+			 st.reorder_events) ||
+	    nla_put_uint(rsp, PRESTO_GRO_A_STATS_LATE_FILLS, st.late_fills) ||
+	    nla_put_uint(rsp, PRESTO_GRO_A_STATS_UNTAGGED, st.untagged) ||
+	    nla_put_uint(rsp, PRESTO_GRO_A_STATS_RESTARTS, st.restarts) ||
+	    nla_put_uint(rsp, PRESTO_GRO_A_STATS_EXPIRED, st.expired) ||
+	    nla_put_uint(rsp, PRESTO_GRO_A_STATS_EWMA_US, ewma_us) ||
+	    nla_put_uint(rsp, PRESTO_GRO_A_STATS_FLOWS, flows) ||
+	    nla_put_uint(rsp, PRESTO_GRO_A_STATS_HELD_BYTES, held_bytes)) {
+		nla_nest_cancel(rsp, nest);
+		goto nla_put_failure;
+	}
+	nla_nest_end(rsp, nest);
+	genlmsg_end(rsp, hdr);
+	return 0;
+
+nla_put_failure:
+	genlmsg_cancel(rsp, hdr);
+	return -EMSGSIZE;
 }
 
-static ssize_t presto_gro_store(struct device *d, struct device_attribute *a,
-				const char *buf, size_t len)
+static int presto_gro_nl_get_doit(struct sk_buff *skb, struct genl_info *info)
 {
-	struct presto_gro_attr *pa = container_of(a, struct presto_gro_attr, attr);
-	struct net_device *dev = to_net_dev(d);
-	struct presto_gro_dev *pd;
-	u32 v;
+	struct net_device *dev;
+	struct sk_buff *rsp;
 	int err;
 
-	if (!ns_capable(dev_net(dev)->user_ns, CAP_NET_ADMIN))
-		return -EPERM;
-	err = kstrtou32(buf, 0, &v);
+	if (GENL_REQ_ATTR_CHECK(info, PRESTO_GRO_A_DEV_IFINDEX))
+		return -EINVAL;
+
+	rsp = genlmsg_new(GENLMSG_DEFAULT_SIZE, GFP_KERNEL);
+	if (!rsp)
+		return -ENOMEM;
+
+	rcu_read_lock();
+	dev = dev_get_by_index_rcu(genl_info_net(info),
+				   nla_get_u32(info->attrs[PRESTO_GRO_A_DEV_IFINDEX]));
+	if (dev) {
+		err = presto_gro_nl_fill(rsp, dev, info);
+	} else {
+		NL_SET_BAD_ATTR(info->extack,
+				info->attrs[PRESTO_GRO_A_DEV_IFINDEX]);
+		err = -ENODEV;
+	}
+	rcu_read_unlock();
+
+	if (err) {
+		nlmsg_free(rsp);
+		return err;
+	}
+	return genlmsg_reply(rsp, info);
+}
+
+struct presto_gro_dump_ctx {
+	unsigned long ifindex;
+};
+
+static int presto_gro_nl_get_dumpit(struct sk_buff *skb,
+				    struct netlink_callback *cb)
+{
+	struct presto_gro_dump_ctx *ctx = (void *)cb->ctx;
+	struct net *net = sock_net(skb->sk);
+	struct net_device *dev;
+	int err = 0;
+
+	NL_ASSERT_DUMP_CTX_FITS(struct presto_gro_dump_ctx);
+	rcu_read_lock();
+	for_each_netdev_dump(net, dev, ctx->ifindex) {
+		err = presto_gro_nl_fill(skb, dev, genl_info_dump(cb));
+		if (err < 0)
+			break;
+	}
+	rcu_read_unlock();
+	return err;
+}
+
+/*
+ * How many skbs a flow may hold, how many bytes the device may hold and
+ * for how long bound the memory a peer can pin: above the defaults only
+ * for the host's own admin, not for root of a user namespace that owns
+ * the device's namespace (which GENL_UNS_ADMIN_PERM lets in).
+ */
+static int presto_gro_nl_limit(struct genl_info *info, int attr, u32 def)
+{
+	struct nlattr *a = info->attrs[attr];
+
+	if (!a || nla_get_u32(a) <= def || capable(CAP_NET_ADMIN))
+		return 0;
+	NL_SET_ERR_MSG_ATTR(info->extack, a,
+			    "above the default only with CAP_NET_ADMIN in the initial user namespace");
+	return -EPERM;
+}
+
+static void presto_gro_nl_u32(struct genl_info *info, int attr, u32 *v)
+{
+	if (info->attrs[attr])
+		*v = nla_get_u32(info->attrs[attr]);
+}
+
+static int presto_gro_nl_set_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct presto_gro_params p;
+	struct presto_gro_dev *pd;
+	struct net_device *dev;
+	int err;
+
+	if (GENL_REQ_ATTR_CHECK(info, PRESTO_GRO_A_DEV_IFINDEX))
+		return -EINVAL;
+	err = presto_gro_nl_limit(info, PRESTO_GRO_A_DEV_MAX_SEGS,
+				  PRESTO_GRO_MAX_SEGS_DEFAULT) ?:
+	      presto_gro_nl_limit(info, PRESTO_GRO_A_DEV_MAX_BYTES,
+				  PRESTO_GRO_MAX_BYTES_DEFAULT) ?:
+	      presto_gro_nl_limit(info, PRESTO_GRO_A_DEV_TIMEOUT_MAX_US,
+				  PRESTO_GRO_TMAX_US_DEFAULT);
 	if (err)
 		return err;
-	switch (pa->field) {
-	case PG_ENABLED:
-		if (v > 1)
-			return -EINVAL;
-		break;
-	case PG_ALPHA:
-	case PG_BETA:
-	case PG_MAXSEGS:
-		if (!v || v > 1000000)
-			return -EINVAL;
-		break;
-	case PG_TMIN:
-	case PG_TMAX:
-		if (v > 1000000)	/* 1 s */
-			return -EINVAL;
-		break;
-	case PG_MAXBYTES:
-		if (v < 4096 || v > (256 << 20))
-			return -EINVAL;
-		break;
-	default:
-		return -EINVAL;
+
+	dev = dev_get_by_index(genl_info_net(info),
+			       nla_get_u32(info->attrs[PRESTO_GRO_A_DEV_IFINDEX]));
+	if (!dev) {
+		NL_SET_BAD_ATTR(info->extack,
+				info->attrs[PRESTO_GRO_A_DEV_IFINDEX]);
+		return -ENODEV;
 	}
-	/*
-	 * How many skbs a flow may hold, how many bytes the device may hold
-	 * and for how long bound the memory a peer can pin: above the
-	 * defaults only for the host's own admin, not root of a user
-	 * namespace that owns the device's namespace.
-	 */
-	if (((pa->field == PG_MAXSEGS && v > PRESTO_GRO_MAX_SEGS_DEFAULT) ||
-	     (pa->field == PG_MAXBYTES && v > PRESTO_GRO_MAX_BYTES_DEFAULT) ||
-	     (pa->field == PG_TMAX && v > PRESTO_GRO_TMAX_US_DEFAULT)) &&
-	    !capable(CAP_NET_ADMIN))
-		return -EPERM;
 	mutex_lock(&presto_gro_mutex);
 	if (dev->reg_state != NETREG_REGISTERED) {
-		mutex_unlock(&presto_gro_mutex);
-		return -ENODEV;
+		err = -ENODEV;
+		goto out;
 	}
 	pd = presto_gro_dev_get(dev);
 	if (!pd) {
-		mutex_unlock(&presto_gro_mutex);
-		return -ENOMEM;
+		err = -ENOMEM;
+		goto out;
 	}
-	if (pa->field == PG_ENABLED) {
-		presto_gro_set_enabled(pd, v, PRESTO_GRO_DISABLE);
-	} else {
-		spin_lock_bh(&pd->lock);
-		*presto_gro_param(&pd->p, pa->field) = v;
-		spin_unlock_bh(&pd->lock);
+	spin_lock_bh(&pd->lock);
+	p = pd->p;
+	spin_unlock_bh(&pd->lock);
+	presto_gro_nl_u32(info, PRESTO_GRO_A_DEV_ALPHA, &p.alpha);
+	presto_gro_nl_u32(info, PRESTO_GRO_A_DEV_BETA, &p.beta);
+	presto_gro_nl_u32(info, PRESTO_GRO_A_DEV_TIMEOUT_MIN_US,
+			  &p.timeout_min_us);
+	presto_gro_nl_u32(info, PRESTO_GRO_A_DEV_TIMEOUT_MAX_US,
+			  &p.timeout_max_us);
+	presto_gro_nl_u32(info, PRESTO_GRO_A_DEV_MAX_SEGS, &p.max_segs);
+	presto_gro_nl_u32(info, PRESTO_GRO_A_DEV_MAX_BYTES, &p.max_bytes);
+	if (p.timeout_min_us > p.timeout_max_us) {
+		NL_SET_ERR_MSG(info->extack,
+			       "timeout-min-us above timeout-max-us");
+		err = -EINVAL;
+		goto out;
 	}
+	spin_lock_bh(&pd->lock);
+	pd->p = p;
+	spin_unlock_bh(&pd->lock);
+	if (info->attrs[PRESTO_GRO_A_DEV_ENABLED])
+		presto_gro_set_enabled(pd,
+				       nla_get_u8(info->attrs[PRESTO_GRO_A_DEV_ENABLED]),
+				       PRESTO_GRO_DISABLE);
+out:
 	mutex_unlock(&presto_gro_mutex);
-	return len;
+	dev_put(dev);
+	return err;
 }
 
-#define PG_RW(_name, _field)						\
-	static struct presto_gro_attr pg_attr_##_name = {		\
-		.attr = __ATTR(_name, 0644, presto_gro_show,		\
-			       presto_gro_store),			\
-		.field = _field,					\
-	}
-#define PG_RO(_name, _field)						\
-	static struct presto_gro_attr pg_attr_##_name = {		\
-		.attr = __ATTR(_name, 0444, presto_gro_show, NULL),	\
-		.field = _field,					\
-	}
-
-PG_RW(enabled, PG_ENABLED);
-PG_RW(alpha, PG_ALPHA);
-PG_RW(beta, PG_BETA);
-PG_RW(timeout_min_us, PG_TMIN);
-PG_RW(timeout_max_us, PG_TMAX);
-PG_RW(max_segs, PG_MAXSEGS);
-PG_RW(max_bytes, PG_MAXBYTES);
-PG_RO(held, PG_HELD);
-PG_RO(pushed_inorder, PG_INORDER);
-PG_RO(pushed_timeout, PG_TIMEOUT);
-PG_RO(pushed_loss, PG_LOSS);
-PG_RO(pushed_old, PG_OLD);
-PG_RO(pushed_evicted, PG_EVICTED);
-PG_RO(reorder_events, PG_REORDER);
-PG_RO(ewma_us, PG_EWMA);
-PG_RO(flows, PG_FLOWS);
-PG_RO(late_fills, PG_LATE);
-PG_RO(untagged, PG_UNTAGGED);
-PG_RO(restarts, PG_RESTARTS);
-PG_RO(expired, PG_EXPIRED);
-PG_RO(held_bytes, PG_HELDBYTES);
-
-static struct attribute *presto_gro_attrs[] = {
-	&pg_attr_enabled.attr.attr,
-	&pg_attr_alpha.attr.attr,
-	&pg_attr_beta.attr.attr,
-	&pg_attr_timeout_min_us.attr.attr,
-	&pg_attr_timeout_max_us.attr.attr,
-	&pg_attr_max_segs.attr.attr,
-	&pg_attr_max_bytes.attr.attr,
-	&pg_attr_held.attr.attr,
-	&pg_attr_pushed_inorder.attr.attr,
-	&pg_attr_pushed_timeout.attr.attr,
-	&pg_attr_pushed_loss.attr.attr,
-	&pg_attr_pushed_old.attr.attr,
-	&pg_attr_pushed_evicted.attr.attr,
-	&pg_attr_reorder_events.attr.attr,
-	&pg_attr_ewma_us.attr.attr,
-	&pg_attr_flows.attr.attr,
-	&pg_attr_late_fills.attr.attr,
-	&pg_attr_untagged.attr.attr,
-	&pg_attr_restarts.attr.attr,
-	&pg_attr_expired.attr.attr,
-	&pg_attr_held_bytes.attr.attr,
-	NULL,
+static const struct genl_split_ops presto_gro_nl_ops[] = {
+	{
+		.cmd		= PRESTO_GRO_CMD_DEV_GET,
+		.doit		= presto_gro_nl_get_doit,
+		.policy		= presto_gro_get_nl_policy,
+		.maxattr	= PRESTO_GRO_A_DEV_IFINDEX,
+		.flags		= GENL_CMD_CAP_DO,
+	},
+	{
+		.cmd		= PRESTO_GRO_CMD_DEV_GET,
+		.dumpit		= presto_gro_nl_get_dumpit,
+		.flags		= GENL_CMD_CAP_DUMP,
+	},
+	{
+		.cmd		= PRESTO_GRO_CMD_DEV_SET,
+		.doit		= presto_gro_nl_set_doit,
+		.policy		= presto_gro_set_nl_policy,
+		.maxattr	= PRESTO_GRO_A_DEV_MAX_BYTES,
+		.flags		= GENL_UNS_ADMIN_PERM | GENL_CMD_CAP_DO,
+	},
 };
 
-const struct attribute_group presto_gro_sysfs_group = {
-	.name = "presto_gro",
-	.attrs = presto_gro_attrs,
+static struct genl_family presto_gro_nl_family __ro_after_init = {
+	.name		= PRESTO_GRO_FAMILY_NAME,
+	.version	= PRESTO_GRO_FAMILY_VERSION,
+	.netnsok	= true,
+	.parallel_ops	= true,
+	.module		= THIS_MODULE,
+	.split_ops	= presto_gro_nl_ops,
+	.n_split_ops	= ARRAY_SIZE(presto_gro_nl_ops),
+	.resv_start_op	= PRESTO_GRO_CMD_DEV_SET + 1,
 };
 
 static int __init presto_gro_init(void)
 {
-	return register_netdevice_notifier(&presto_gro_notifier);
+	int err;
+
+	err = register_netdevice_notifier(&presto_gro_notifier);
+	if (err)
+		return err;
+	err = genl_register_family(&presto_gro_nl_family);
+	if (err)
+		unregister_netdevice_notifier(&presto_gro_notifier);
+	return err;
 }
 subsys_initcall(presto_gro_init);

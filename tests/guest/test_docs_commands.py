@@ -1,7 +1,7 @@
 """Each feature page's "Turning it on" commands work as written.
 
 The shell commands of that section (tc, sysctl, modprobe, ethtool, ip,
-echo into sysfs) run in a fresh network namespace of the booted kernel,
+echo into sysfs, python -m dcnet presto-gro) run in a fresh network namespace of the booted kernel,
 whose devices carry the names the pages use (eth0, eth1, presto0). `tc`
 is the project's (the page says to use it). A root qdisc the page adds
 twice, as alternatives, is deleted before the second. Commands for
@@ -16,7 +16,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PAGES = ["d2tcp.md", "htb-ecn.md", "fastlane.md", "fastlane-multipath.md", "presto.md"]
-RUNNABLE = re.compile(r"^(tc|\$TC|sysctl|modprobe|ethtool|ip|echo [0-9]+ > /sys/)")
+RUNNABLE = re.compile(r"^(tc|\$TC|sysctl|modprobe|ethtool|ip|echo [0-9]+ > /sys/|python -m dcnet presto-gro )")
 
 
 def section(text, title="Turning it on"):

@@ -1,7 +1,7 @@
 """Presto GRO (net/core/presto_gro.c) in the booted kernel.
 
-The receiver is a veth end in the initial namespace (so that its sysfs
-directory, /sys/class/net/pgr0/presto_gro, is the test's own) with GRO on;
+The receiver is a veth end in the initial namespace (configured and read
+over the generic netlink family presto-gro, dcnet/prestogro.py) with GRO on;
 its peer sits in a middle namespace.  Crafted TCP segments, injected there
 with AF_PACKET, drive single branches of Algorithm 1 (a loss inside a
 flowcell, a gap at a flowcell boundary that only the timer releases).  A
@@ -23,12 +23,14 @@ import time
 import pytest
 
 from dcnet import config
+from dcnet.prestogro import NetlinkError, PrestoGro, flat
 from dcnet.wait import wait_until
 from pktutil import inet_csum
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RX = "pgr0"
-SYS = f"/sys/class/net/{RX}/presto_gro"
+# the generic netlink socket of the tests, in the initial namespace
+PG = PrestoGro()
 NS_S, NS_M = "pgs", "pgm"
 A4 = ("10.77.0.1", "10.77.0.2")
 A6 = ("fd77::1", "fd77::2")
@@ -42,13 +44,11 @@ def sh(cmd, ns=None):
     return p.stdout
 
 
-def knob(name, value=None):
-    path = os.path.join(SYS, name)
+def knob(name, value=None, dev=RX):
+    """a setting or counter of dev; with value, set the setting"""
     if value is None:
-        with open(path) as f:
-            return int(f.read())
-    with open(path, "w") as f:
-        f.write(str(value))
+        return flat(PG.get(dev))[name]
+    PG.set(dev, **{name: value})
 
 
 def counters():
@@ -151,19 +151,25 @@ def segment(v6, fc, seq, length, dst_mac, tagged=True, sport=40000):
     return dst_mac + src_mac + struct.pack("!H", et) + ip + tcp
 
 
-# Sends the frames, then reads the counters at once (nsenter keeps the
-# initial namespace's /sys): what happened on arrival, before any timer.
+# Sends the frames from the middle namespace, then reads the counters at
+# once over a netlink socket opened in the initial one: what happened on
+# arrival, before any timer.
 INJECT = r"""
-import json, os, socket, sys, time
-d = sys.argv[1]
+import ctypes, json, os, socket, sys, time
+from dcnet.prestogro import PrestoGro, flat
+pg = PrestoGro()
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.setns(os.open("/run/netns/" + sys.argv[1], os.O_RDONLY), 0x40000000):
+    sys.exit("setns: " + os.strerror(ctypes.get_errno()))
 names = ("held", "pushed_inorder", "pushed_timeout", "pushed_loss", "pushed_old",
          "reorder_events", "restarts", "untagged")
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
 s.bind(("m2", 0))
 t0 = time.monotonic()
-for h in sys.argv[2:]:
+for h in sys.argv[3:]:
     s.send(bytes.fromhex(h))
-c = {n: int(open(os.path.join(d, n)).read()) for n in names}
+st = flat(pg.get(int(sys.argv[2])))
+c = {n: st[n] for n in names}
 c["elapsed"] = time.monotonic() - t0
 print(json.dumps(c))
 """
@@ -171,8 +177,8 @@ print(json.dumps(c))
 
 def inject(frames, c0):
     """counters right after the frames went out (differences to c0)"""
-    p = subprocess.run(["nsenter", f"--net=/run/netns/{NS_M}", "--", sys.executable, "-c",
-                        INJECT, SYS] + [f.hex() for f in frames],
+    p = subprocess.run([sys.executable, "-c", INJECT, NS_M, str(socket.if_nametoindex(RX))]
+                       + [f.hex() for f in frames],
                        check=True, timeout=60, capture_output=True, text=True)
     c = json.loads(p.stdout)
     return {k: (v - c0[k] if k in c0 else v) for k, v in c.items()}
@@ -193,6 +199,21 @@ def test_knobs_defaults_and_refusals(lab_once):
                       ("max_bytes", 4095), ("max_bytes", (256 << 20) + 1)):
         with pytest.raises(OSError):
             knob(name, bad)
+    # bad configuration gets a clear error (netlink extack), and changes nothing
+    with pytest.raises(NetlinkError, match="timeout-min-us above timeout-max-us"):
+        PG.set(RX, timeout_min_us=20000, timeout_max_us=10000)
+    assert (knob("timeout_min_us"), knob("timeout_max_us")) == (100, 10000)
+    with pytest.raises(NetlinkError) as e:
+        PG.set(1 << 30, enabled=1)
+    assert e.value.errno == 19, e.value        # ENODEV
+    # the counters are read-only: a set carrying them is refused
+    from dcnet import prestogro
+    with pytest.raises(NetlinkError):
+        PG._request(PG.family, prestogro.CMD_DEV_SET, prestogro.NLM_F_ACK,
+                    prestogro._attr(prestogro.A_IFINDEX, struct.pack("I", socket.if_nametoindex(RX)))
+                    + prestogro._attr(prestogro.A_STATS, b""))
+    # a dump lists every device of the namespace
+    assert socket.if_nametoindex(RX) in {x["ifindex"] for x in PG.dump()}
     knob("enabled", 1)
     assert knob("enabled") == 1
     knob("alpha", 3)
@@ -204,8 +225,7 @@ def test_knobs_defaults_and_refusals(lab_once):
 
 @pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
 def test_loss_inside_flowcell_goes_up_at_once(lab, v6):
-    knob("timeout_min_us", 500000)
-    knob("timeout_max_us", 500000)
+    PG.set(RX, timeout_min_us=500000, timeout_max_us=500000)
     knob("enabled", 1)
     mac = rx_mac()
     # flowcell 7: 1000..1100, then (1100..1200 lost) 1200..1300
@@ -221,8 +241,7 @@ def test_timer_releases_a_segment_held_at_a_boundary(lab, v6):
     fires, with no packet to trigger it.  The hold is 1 s (EWMA is 0, the
     clamp rules), long enough for one injection and the counters' read in
     a loaded debug guest (300 ms was not: 0.33-0.36 s went by)."""
-    knob("timeout_min_us", 1000000)
-    knob("timeout_max_us", 1000000)
+    PG.set(RX, timeout_min_us=1000000, timeout_max_us=1000000)
     knob("enabled", 1)
     mac = rx_mac()
     # flowcell 1: 1000..1100; flowcell 2 starts at 1300: a gap at the boundary
@@ -247,8 +266,7 @@ def test_restarted_ids_still_resequenced(lab, v6):
     and flowcell 0 fills it; nothing is pushed up as old.  One injection
     (a process start is seconds in the debug guest under load) within a
     1 s hold."""
-    knob("timeout_min_us", 1000000)
-    knob("timeout_max_us", 1000000)
+    PG.set(RX, timeout_min_us=1000000, timeout_max_us=1000000)
     knob("enabled", 1)
     mac = rx_mac()
     c = inject([segment(v6, 500, 1000, 100, mac), segment(v6, 1, 1300, 100, mac),
@@ -264,8 +282,7 @@ def test_untagged_frames_are_no_flowcell(lab, v6):
     """A data frame without the stamp (the sender fell back) carries no ID:
     in sequence it goes up; at a gap it is a loss inside the current
     flowcell, pushed at once, not an old flowcell nor a boundary hold."""
-    knob("timeout_min_us", 300000)
-    knob("timeout_max_us", 300000)
+    PG.set(RX, timeout_min_us=300000, timeout_max_us=300000)
     knob("enabled", 1)
     mac = rx_mac()
     c = inject([segment(v6, 7, 1000, 100, mac),
@@ -281,8 +298,7 @@ def test_held_bytes_bounded_per_device(lab):
     flows: eight flows each with a segment at a boundary gap, against
     4096 bytes; a flow whose segment would pass the bound goes up at once
     (pushed_evicted), and held_bytes never exceeds it."""
-    knob("timeout_min_us", 300000)
-    knob("timeout_max_us", 300000)
+    PG.set(RX, timeout_min_us=300000, timeout_max_us=300000)
     knob("max_bytes", 4096)
     knob("enabled", 1)
     mac = rx_mac()
@@ -322,20 +338,14 @@ def test_held_segments_at_teardown(lab_once):
        f"numtxqueues 1 numrxqueues 1 && ethtool -K {peer} tso off gso off >/dev/null && "
        f"ip link set {peer} up && ip link set {dev} up && "
        f"ethtool -K {dev} gro on tx off >/dev/null")
-    d = f"/sys/class/net/{dev}/presto_gro"
-
-    def put(name, v):
-        with open(os.path.join(d, name), "w") as f:
-            f.write(str(v))
+    ifindex = socket.if_nametoindex(dev)
 
     def get(name):
-        with open(os.path.join(d, name)) as f:
-            return int(f.read())
+        return knob(name, dev=dev)
 
     try:
-        put("timeout_min_us", 1000000)      # 1 s: only teardown releases the hold
-        put("timeout_max_us", 1000000)
-        put("enabled", 1)
+        # 1 s: only teardown releases the hold
+        PG.set(dev, timeout_min_us=1000000, timeout_max_us=1000000, enabled=1)
         with open(f"/sys/class/net/{dev}/address") as f:
             mac = bytes.fromhex(f.read().strip().replace(":", ""))
         s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
@@ -365,7 +375,9 @@ def test_held_segments_at_teardown(lab_once):
         s.close()
     finally:
         subprocess.run(["ip", "link", "del", dev], capture_output=True)
-    assert not os.path.exists(d)
+    with pytest.raises(NetlinkError) as e:
+        PG.get(ifindex)
+    assert e.value.errno == 19, e.value        # ENODEV: the device and its state are gone
 
 
 # --- a real connection through the relay --------------------------------------
@@ -429,8 +441,8 @@ def test_swapped_flowcells_hidden_from_tcp(lab, v6):
     off, st0 = transfer(v6, nbytes, "reorder", tag=f"{fam}-stock")
     assert st0["delayed"] > 0 and st0["cells"] >= 16 and st0["socket_drops"] == 0, st0
     assert off > 0, "stock GRO should expose the reordering to TCP"
-    knob("timeout_min_us", 200000)      # above the relay's 10 ms delay and its jitter
-    knob("timeout_max_us", 400000)
+    # above the relay's 10 ms delay and its jitter
+    PG.set(RX, timeout_min_us=200000, timeout_max_us=400000)
     knob("enabled", 1)
     on, st = transfer(v6, nbytes, "reorder", tag=f"{fam}-presto")
     c = delta(lab)
@@ -458,19 +470,15 @@ def test_user_namespace_cannot_raise_held_memory():
     # the initial namespace's admin may raise them
     sh("ip link add pgu2 type veth peer name pgu3")
     try:
-        for name, v in (("max_segs", 256), ("timeout_max_us", 20000)):
-            with open(f"/sys/class/net/pgu2/presto_gro/{name}", "w") as f:
-                f.write(str(v))
-            with open(f"/sys/class/net/pgu2/presto_gro/{name}") as f:
-                assert int(f.read()) == v
+        PG.set("pgu2", max_segs=256, timeout_max_us=20000)
+        assert (knob("max_segs", dev="pgu2"), knob("timeout_max_us", dev="pgu2")) == (256, 20000)
     finally:
         sh("ip link del pgu2")
     script = r"""
 set -e
 ip link add pgu0 type veth peer name pgu1
-mount -t sysfs sysfs /sys
-d=/sys/class/net/pgu0/presto_gro
-try() { if echo "$2" > "$d/$1" 2>/dev/null; then echo "$1=$2 ok"; else echo "$1=$2 refused"; fi; }
+pg() { "$PY" -m dcnet presto-gro "$@"; }
+try() { if pg set pgu0 "$1" "$2" 2>>/tmp/pgu.err; then echo "$1=$2 ok"; else echo "$1=$2 refused"; fi; }
 try enabled 1
 try alpha 3
 try max_segs 64
@@ -479,10 +487,12 @@ try max_segs 129
 try timeout_max_us 5000
 try timeout_max_us 10000
 try timeout_max_us 10001
-echo "max_segs $(cat $d/max_segs) timeout_max_us $(cat $d/timeout_max_us)"
+pg show pgu0 | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print("max_segs", d["max_segs"], "timeout_max_us", d["timeout_max_us"])'
+cat /tmp/pgu.err >&2
 """
+    subprocess.run(["rm", "-f", "/tmp/pgu.err"])
     p = subprocess.run(["unshare", "-Urnm", "sh", "-c", script], capture_output=True,
-                       text=True, timeout=60)
+                       text=True, timeout=60, env=dict(os.environ, PY=sys.executable))
     if p.returncode and "unshare failed: Invalid argument" in p.stderr:
         pytest.skip("this kernel has no user namespaces (CONFIG_USER_NS is off)")
     assert p.returncode == 0, p.stderr
@@ -490,4 +500,6 @@ echo "max_segs $(cat $d/max_segs) timeout_max_us $(cat $d/timeout_max_us)"
     assert lines[:8] == ["enabled=1 ok", "alpha=3 ok", "max_segs=64 ok", "max_segs=128 ok",
                          "max_segs=129 refused", "timeout_max_us=5000 ok",
                          "timeout_max_us=10000 ok", "timeout_max_us=10001 refused"], p.stdout
+    # the refusal says why (netlink extack)
+    assert p.stderr.count("only with CAP_NET_ADMIN in the initial user namespace") == 2, p.stderr
     assert lines[8] == "max_segs 128 timeout_max_us 10000", p.stdout
