@@ -515,3 +515,23 @@ class TestOneFlowletFabric:
     @pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
     def test_flowlets_stay_on_a_tree_until_a_pause(self, flowlet_fab, v6):
         flowlets_stay_on_a_tree_until_a_pause(flowlet_fab, v6)
+
+
+def test_fabric_turns_on_presto_gro_at_the_receivers():
+    """A scheme with presto_gro turns Presto GRO on at every host's eth0,
+    with the scheme's knobs, over its generic netlink family from inside
+    the host's namespace; the testbed's counters read it back the same
+    way."""
+    from dcnet.testbed import counters
+    topo = Topology(kind="clos", spines=2, leaves=2, hosts_per_leaf=1, link_mbit=100,
+                    buffer_bytes=262144)
+    fab = Fabric(topo, mode="presto", prefix="tpg", presto_gro=True,
+                 presto_gro_knobs={"timeout_max_us": 5000, "alpha": 3})
+    try:
+        got = counters.presto_gro(fab)
+        assert set(got) == set(fab.hosts), got
+        for host, d in got.items():
+            assert (d["enabled"], d["timeout_max_us"], d["alpha"]) == (1, 5000, 3), (host, d)
+            assert d["held"] == 0 and "pushed_inorder" in d, (host, d)
+    finally:
+        fab.close()
