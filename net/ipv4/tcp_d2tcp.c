@@ -348,6 +348,7 @@ static void __exit d2tcp_unregister(void)
 module_init(d2tcp_register);
 module_exit(d2tcp_unregister);
 
+MODULE_IMPORT_NS(TCP_DCTCP);
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("Deadline-Aware Datacenter TCP (D2TCP), over DCTCP");
 MODULE_ALIAS("tcp-d2tcp");
