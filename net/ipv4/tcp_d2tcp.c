@@ -188,20 +188,24 @@ EXPORT_SYMBOL_IF_KUNIT(d2tcp_reduced_cwnd);
 
 /* Time left to the deadline of @sk (negative once it has passed) and
  * bytes of the flow not yet acknowledged, at @now_us (tcp_clock_us()
- * base, e.g. tp->tcp_mstamp).  False if no deadline is set.
+ * base, e.g. tp->tcp_mstamp).  False if no deadline is set.  Also called
+ * without the socket lock (get_info, for inet_diag) while setsockopt()
+ * and ACKs write these fields: every read is marked, and d2tcp_deadline()
+ * marks its writes.
  */
 static bool d2tcp_deadline_left(const struct sock *sk, u64 now_us,
 				s64 *time_us, u64 *bytes)
 {
 	const struct d2tcp_deadline *dl = &((struct d2tcp *)inet_csk_ca(sk))->dl;
-	u64 deadline, acked;
+	u64 deadline, acked, total;
 
 	deadline = READ_ONCE(dl->deadline_us);
 	if (!deadline)
 		return false;
 	*time_us = (s64)(deadline - now_us);
-	acked = tcp_sk(sk)->bytes_acked - dl->acked;
-	*bytes = acked < dl->bytes ? dl->bytes - acked : 0;
+	acked = READ_ONCE(tcp_sk(sk)->bytes_acked) - READ_ONCE(dl->acked);
+	total = READ_ONCE(dl->bytes);
+	*bytes = acked < total ? total - acked : 0;
 	return true;
 }
 
@@ -214,12 +218,12 @@ static int d2tcp_deadline(struct sock *sk, struct tcp_deadline *d, bool set)
 	if (set) {
 		if (!d->tcpd_deadline_us) {
 			WRITE_ONCE(dl->deadline_us, 0);
-			dl->acked = 0;
-			dl->bytes = 0;
+			WRITE_ONCE(dl->acked, 0);
+			WRITE_ONCE(dl->bytes, 0);
 			return 0;
 		}
-		dl->acked = tcp_sk(sk)->bytes_acked;
-		dl->bytes = d->tcpd_bytes;
+		WRITE_ONCE(dl->acked, tcp_sk(sk)->bytes_acked);
+		WRITE_ONCE(dl->bytes, d->tcpd_bytes);
 		WRITE_ONCE(dl->deadline_us,
 			   tcp_clock_us() + d->tcpd_deadline_us);
 		return 0;
@@ -235,7 +239,9 @@ static int d2tcp_deadline(struct sock *sk, struct tcp_deadline *d, bool set)
 	return 0;
 }
 
-/* The deadline imminence factor of @sk at @now_us */
+/* The deadline imminence factor of @sk at @now_us; get_info calls it
+ * without the socket lock, so the socket's fields are read marked
+ */
 static u32 d2tcp_sk_imminence(const struct sock *sk, u64 now_us)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
@@ -246,8 +252,9 @@ static u32 d2tcp_sk_imminence(const struct sock *sk, u64 now_us)
 		return D2TCP_D_ONE;
 	if (time_left <= 0 && bytes && READ_ONCE(d2tcp_late_dctcp))
 		return D2TCP_D_ONE;
-	return d2tcp_imminence(bytes, (u64)tcp_snd_cwnd(tp) * tp->mss_cache,
-			       tp->srtt_us >> 3, time_left,
+	return d2tcp_imminence(bytes, (u64)READ_ONCE(tp->snd_cwnd) *
+				      READ_ONCE(tp->mss_cache),
+			       READ_ONCE(tp->srtt_us) >> 3, time_left,
 			       READ_ONCE(d2tcp_d_cap));
 }
 
