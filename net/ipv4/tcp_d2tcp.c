@@ -25,8 +25,9 @@
  * the declared bytes are all acknowledged, d = 1 and D2TCP computes
  * exactly DCTCP's windows.
  *
- * The deadline lives at TCP_CA_DEADLINE_OFFSET of the private area,
- * after DCTCP's state (TCP_CONG_DEADLINE).
+ * The deadline of TCP_DEADLINE lives in the private area after DCTCP's
+ * state (struct d2tcp); core TCP sets and reads it through the deadline()
+ * callback of the congestion ops.
  *
  * Fixed point: alpha in 1/1024 (as DCTCP), d in 1/1024, p in 1/65536.
  * alpha^d = 2^(-d * (10 - log2(alpha))): log2 with 20 fractional bits by
@@ -47,6 +48,19 @@
 
 #define D2TCP_LOG_FRAC	20U	/* fractional bits of log2() */
 #define D2TCP_ONE_Q31	BIT_ULL(31)
+
+/* The flow deadline set with TCP_DEADLINE */
+struct d2tcp_deadline {
+	u64	deadline_us;	/* absolute, tcp_clock_us() base; 0: none */
+	u64	acked;		/* tp->bytes_acked when the deadline was set */
+	u64	bytes;		/* bytes of the flow from acked */
+};
+
+/* The private area: DCTCP's state first, as DCTCP's helpers take it */
+struct d2tcp {
+	struct dctcp		dctcp;
+	struct d2tcp_deadline	dl;
+};
 
 static unsigned int d2tcp_d_cap __read_mostly = 2;
 
@@ -172,19 +186,75 @@ VISIBLE_IF_KUNIT u32 d2tcp_reduced_cwnd(u32 cwnd, u32 p)
 }
 EXPORT_SYMBOL_IF_KUNIT(d2tcp_reduced_cwnd);
 
-/* The deadline imminence factor of @sk at @now_us */
+/* Time left to the deadline of @sk (negative once it has passed) and
+ * bytes of the flow not yet acknowledged, at @now_us (tcp_clock_us()
+ * base, e.g. tp->tcp_mstamp).  False if no deadline is set.  Also called
+ * without the socket lock (get_info, for inet_diag) while setsockopt()
+ * and ACKs write these fields: every read is marked, and d2tcp_deadline()
+ * marks its writes.
+ */
+static bool d2tcp_deadline_left(const struct sock *sk, u64 now_us,
+				s64 *time_us, u64 *bytes)
+{
+	const struct d2tcp_deadline *dl = &((struct d2tcp *)inet_csk_ca(sk))->dl;
+	u64 deadline, acked, total;
+
+	deadline = READ_ONCE(dl->deadline_us);
+	if (!deadline)
+		return false;
+	*time_us = (s64)(deadline - now_us);
+	acked = READ_ONCE(tcp_sk(sk)->bytes_acked) - READ_ONCE(dl->acked);
+	total = READ_ONCE(dl->bytes);
+	*bytes = acked < total ? total - acked : 0;
+	return true;
+}
+
+/* TCP_DEADLINE (tcp.c checked the request), under the socket lock */
+static int d2tcp_deadline(struct sock *sk, struct tcp_deadline *d, bool set)
+{
+	struct d2tcp_deadline *dl = &((struct d2tcp *)inet_csk_ca(sk))->dl;
+	s64 left;
+
+	if (set) {
+		if (!d->tcpd_deadline_us) {
+			WRITE_ONCE(dl->deadline_us, 0);
+			WRITE_ONCE(dl->acked, 0);
+			WRITE_ONCE(dl->bytes, 0);
+			return 0;
+		}
+		WRITE_ONCE(dl->acked, tcp_sk(sk)->bytes_acked);
+		WRITE_ONCE(dl->bytes, d->tcpd_bytes);
+		WRITE_ONCE(dl->deadline_us,
+			   tcp_clock_us() + d->tcpd_deadline_us);
+		return 0;
+	}
+	memset(d, 0, sizeof(*d));
+	if (d2tcp_deadline_left(sk, tcp_clock_us(), &left, &d->tcpd_bytes)) {
+		d->tcpd_flags = TCP_DEADLINE_F_SET;
+		if (left > 0)
+			d->tcpd_deadline_us = left;
+		else
+			d->tcpd_flags |= TCP_DEADLINE_F_EXPIRED;
+	}
+	return 0;
+}
+
+/* The deadline imminence factor of @sk at @now_us; get_info calls it
+ * without the socket lock, so the socket's fields are read marked
+ */
 static u32 d2tcp_sk_imminence(const struct sock *sk, u64 now_us)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
 	s64 time_left;
 	u64 bytes;
 
-	if (!tcp_deadline_left(sk, now_us, &time_left, &bytes))
+	if (!d2tcp_deadline_left(sk, now_us, &time_left, &bytes))
 		return D2TCP_D_ONE;
 	if (time_left <= 0 && bytes && READ_ONCE(d2tcp_late_dctcp))
 		return D2TCP_D_ONE;
-	return d2tcp_imminence(bytes, (u64)tcp_snd_cwnd(tp) * tp->mss_cache,
-			       tp->srtt_us >> 3, time_left,
+	return d2tcp_imminence(bytes, (u64)READ_ONCE(tp->snd_cwnd) *
+				      READ_ONCE(tp->mss_cache),
+			       READ_ONCE(tp->srtt_us) >> 3, time_left,
 			       READ_ONCE(d2tcp_d_cap));
 }
 
@@ -233,7 +303,7 @@ static size_t d2tcp_get_info(struct sock *sk, u32 ext, int *attr,
 	if (READ_ONCE(inet_csk(sk)->icsk_ca_ops) != &d2tcp_reno)
 		dctcp_fill_info(sk, &d2->dctcp);
 	d2->d2tcp_d = d2tcp_sk_imminence(sk, now);
-	if (tcp_deadline_left(sk, now, &left, &d2->d2tcp_bytes_left)) {
+	if (d2tcp_deadline_left(sk, now, &left, &d2->d2tcp_bytes_left)) {
 		d2->d2tcp_flags = TCP_DEADLINE_F_SET;
 		if (left > 0)
 			d2->d2tcp_time_left_us = left;
@@ -253,29 +323,27 @@ static struct tcp_congestion_ops d2tcp __read_mostly = {
 	.undo_cwnd	= dctcp_cwnd_undo,
 	.set_state	= dctcp_state,
 	.get_info	= d2tcp_get_info,
-	.flags		= TCP_CONG_NEEDS_ECN | TCP_CONG_DEADLINE,
+	.deadline	= d2tcp_deadline,
+	.flags		= TCP_CONG_NEEDS_ECN,
 	.owner		= THIS_MODULE,
 	.name		= "d2tcp",
 };
 
-/* Keeps TCP_CONG_DEADLINE so that the deadline stays readable */
+/* Keeps the deadline callback: the deadline stays readable and settable */
 static struct tcp_congestion_ops d2tcp_reno __read_mostly = {
 	.ssthresh	= tcp_reno_ssthresh,
 	.cong_avoid	= tcp_reno_cong_avoid,
 	.undo_cwnd	= tcp_reno_undo_cwnd,
 	.get_info	= d2tcp_get_info,
-	.flags		= TCP_CONG_DEADLINE,
+	.deadline	= d2tcp_deadline,
 	.owner		= THIS_MODULE,
 	.name		= "d2tcp-reno",
 };
 
 static int __init d2tcp_register(void)
 {
-	BUILD_BUG_ON(sizeof(struct dctcp) > TCP_CA_DEADLINE_OFFSET);
-	/* a flag BPF congestion controls may set must never mean "has a
-	 * deadline area": setsockopt() would write into their state
-	 */
-	BUILD_BUG_ON(TCP_CONG_DEADLINE & TCP_CONG_MASK);
+	BUILD_BUG_ON(sizeof(struct d2tcp) > ICSK_CA_PRIV_SIZE);
+	BUILD_BUG_ON(offsetof(struct d2tcp, dctcp) != 0);
 	return tcp_register_congestion_control(&d2tcp);
 }
 
@@ -287,6 +355,7 @@ static void __exit d2tcp_unregister(void)
 module_init(d2tcp_register);
 module_exit(d2tcp_unregister);
 
+MODULE_IMPORT_NS(TCP_DCTCP);
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("Deadline-Aware Datacenter TCP (D2TCP), over DCTCP");
 MODULE_ALIAS("tcp-d2tcp");

@@ -539,10 +539,11 @@ static int d2tcp_test_setsockopt(struct socket *sock, const void *buf,
 
 static bool d2tcp_test_has_deadline(struct sock *sk)
 {
-	s64 left;
-	u64 bytes;
+	const struct tcp_congestion_ops *ca = inet_csk(sk)->icsk_ca_ops;
+	struct tcp_deadline d = {};
 
-	return tcp_deadline_left(sk, tcp_clock_us(), &left, &bytes);
+	return ca->deadline && !ca->deadline(sk, &d, false) &&
+	       (d.tcpd_flags & TCP_DEADLINE_F_SET);
 }
 
 static void d2tcp_deadline_option(struct kunit *test)

@@ -358,6 +358,113 @@ def test_ece_reaches_dctcp_sender_and_cuts_the_queue(lab_factory, v6):
     # cases), so they are printed here, not asserted.
 
 
+# h3: accept one connection, drain it, and send 10 bytes every 0.1 s
+# (segments with ACK set that enter the limiter's device, where htback
+# hands them to the flow table, on their way to h1)
+TICKER = """
+import select, socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"dctcp")
+s.bind(("0.0.0.0", 5004))
+s.listen(1)
+print("ready", flush=True)
+c, _ = s.accept()
+c.setblocking(False)
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    if select.select([c], [], [], 0.1)[0]:
+        try:
+            c.recv(1 << 16)
+        except BlockingIOError:
+            pass
+    try:
+        c.send(b"x" * 10)
+    except BlockingIOError:
+        pass
+"""
+# h1: a DCTCP bulk sender that never stops by itself
+BULK = """
+import socket, sys
+c = socket.socket()
+c.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"dctcp")
+c.connect((sys.argv[1], 5004))
+while True:
+    c.sendall(b"x" * 65536)
+"""
+LOW_K = 3000                # two packets
+
+
+def test_ece_stops_once_the_leaf_is_purged(lab_factory):
+    """The backlog the ACK side reads follows the leaf when it is replaced
+    (its queue purged): an empty class gives no more ECE, though no packet
+    enters it any more"""
+    need_patched_tc()
+    lab = lab3(lab_factory, "hp")
+    sw = lab.sw
+    limiter(lab, ecn=f"ecn_thresh {K} ecn_mode ece", rate=f"{ECE_RATE_KBIT}kbit")
+    # h1's small packets (its ACKs of h3's bytes: IPv4 total length < 128)
+    # go through a class of their own, so that they keep h3's ACK clock
+    # going without entering 1:10 (an enqueue would refresh its backlog)
+    tc("class add dev h3 parent 1: classid 1:20 htb rate 1mbit ceil 1mbit", sw)
+    tc("filter add dev h3 parent 1: protocol ip prio 1 u32 match u16 0 0xff80 at 2"
+       " flowid 1:20", sw)
+    tick = lab.spawn("h3", [sys.executable, "-c", TICKER, str(scaled(WAIT_S * 3))])
+    assert tick.stdout.readline().strip() == "ready"
+    bulk = lab.spawn("h1", [sys.executable, "-c", BULK, lab.ip("h3")])
+
+    def backlog():
+        return find(class_json(lab), "backlog") or 0
+
+    wait_until(lambda: counter(lab, "ecn_ece_marked") > 0, scaled(WAIT_S), "ECE while over K")
+    # hold the queue (the class sends a packet every 1.5 s from now on)
+    # and lower K below it: DCTCP keeps about K in flight, which the
+    # frozen ACK clock cannot raise
+    tc(f"class change dev h3 parent 1: classid 1:10 htb rate 8kbit ceil 8kbit"
+       f" ecn_thresh {LOW_K} ecn_mode ece", sw)
+    wait_until(lambda: backlog() > 2 * LOW_K, scaled(WAIT_S), "a backlog of 2 K")
+    # no more data from h1 (its small ACKs pass), then the new leaf
+    tc("qdisc add dev h1 handle ffff: ingress", sw)
+    tc("filter add dev h1 parent ffff: protocol ip prio 1 u32 match u16 0 0xff80 at 2"
+       " action pass", sw)
+    tc("filter add dev h1 parent ffff: protocol all prio 2 matchall action drop", sw)
+    tc("qdisc replace dev h3 parent 1:10 handle 20: pfifo", sw)
+    assert backlog() == 0
+    marked = counter(lab, "ecn_ece_marked")
+    seen = ack_counters(lab)["seen"]
+    # h3's segments keep crossing the htback action for 2 s (about 20)
+    time.sleep(2)
+    assert tick.poll() is None, "the ticker ended early"
+    crossed = ack_counters(lab)["seen"] - seen
+    got = counter(lab, "ecn_ece_marked") - marked
+    print(f"{crossed} segments of h3 crossed htback, {got} got ECE")
+    assert crossed > 5, "h3's segments did not reach htback"
+    assert got == 0, f"{got} ACKs of an empty class got ECE"
+    tick.kill()
+    bulk.kill()
+
+
+def test_ce_marks_with_a_pfifo_fast_leaf(lab_factory):
+    """The threshold reads the leaf's qstats.backlog.  pfifo_fast, the one
+    qdisc with per-CPU statistics that can be a class's leaf, gives them up
+    when grafted under a locked parent (qdisc_graft(), qdisc_clear_nolock()),
+    so its backlog is there as well: it gets marks like any leaf"""
+    lab = lab3(lab_factory, "hq")
+    limiter(lab, f"ecn_thresh {K} ecn_mode ce", rate="100kbit")
+    tc("qdisc add dev h3 parent 1:10 handle 10: pfifo_fast", lab.sw)
+    ce_in = nstat(lab.ns("h3"), "IpExtInCEPkts")
+    # 300 KB into a 100 kbit/s class: far beyond K while the sender runs
+    sent = tool(lab, "h1", "udpect", lab.ip("h3"), 300)["sent"]
+    qlen = find(class_json(lab), "qlen")
+    print(f"sent {sent}, class qlen after the burst {qlen}")
+    assert qlen and qlen * 1000 > 2 * K, "the class never held 2 K"
+    tc("class change dev h3 parent 1: classid 1:10 htb rate 100mbit ceil 100mbit", lab.sw)
+    wait_until(lambda: find(class_json(lab), "qlen") in (0, None), WAIT_S, "the class's queue drained")
+    marked, got = settled_ce(lab, "IpExtInCEPkts", ce_in)
+    print(f"ecn_ce_marked {marked}, CE received {got}")
+    assert marked > 0 and got > 0
+
+
 # ---------------------------------------------------------------- rwnd mode
 
 def pcap_packets(path):
