@@ -50,9 +50,11 @@ def test_ovs_system_kmod_flowcell():
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1200)
         print(p.stdout)
         logs = ""
-        for log in sorted(glob.glob(os.path.join(out, "system-kmod-testsuite.dir", "*", "testsuite.log"))):
+        # a failed test's directory keeps its log, named after the suite
+        for log in sorted(glob.glob(os.path.join(out, "system-kmod-testsuite.dir", "*",
+                                                 "system-kmod-testsuite.log"))):
             with open(log) as f:
-                logs += f.read()[-6000:]
+                logs += f.read()[-12000:]
         m = re.search(r"^\s*\d+: %s\s+(\w+)" % re.escape(TEST), p.stdout, re.M)
         assert m, f"{TEST!r} did not run:\n{p.stdout[-3000:]}"
         assert m.group(1) == "ok", f"{TEST}: {m.group(1)}\n{logs}"

@@ -84,15 +84,23 @@ def wait_line(vs, want, timeout=120):
                          + "\n".join(log[-20:]))
 
 
+def running(pid):
+    """pid exists and is not a zombie (the guest's init may not reap a
+    daemon that --detach left to it)"""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def restart_vswitchd(vs, between=None):
     """stop ovs-vswitchd only (the kernel datapath stays), run between(),
     start it again"""
     pid = int(open(f"{vs.dir}/ovs-vswitchd.pid").read())
     vs._run([vs.prog["ovs-appctl"], "-t", f"{vs.dir}/ovs-vswitchd.{pid}.ctl", "exit"])
     for _ in range(600):
-        try:
-            open(f"/proc/{pid}/stat").close()
-        except OSError:
+        if not running(pid):
             break
         time.sleep(0.1)
     else:
