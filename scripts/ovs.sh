@@ -2,8 +2,7 @@
 # Build Open vSwitch 3.1 (Debian's openvswitch-source) with ovs-patches/ applied.
 #
 #   scripts/ovs.sh [build]     patch, configure (once) and build; install into
-#                              $BUILD/ovs-install (bin/, sbin/, share/openvswitch);
-#                              also tests/system-kmod-testsuite (check-kernel)
+#                              $BUILD/ovs-install (bin/, sbin/, share/openvswitch)
 #   scripts/ovs.sh prepare     only the patched source tree $BUILD/ovs-src
 #   scripts/ovs.sh check [TESTSUITEFLAGS...]
 #                              build, then OVS's own testsuite with those flags
@@ -128,11 +127,6 @@ build() {
 	local t0=$SECONDS
 	make -C "$OBJ" -j"$JOBS" -s >"$OBJ/build.log" 2>&1 ||
 		{ grep -E 'error|Error' "$OBJ/build.log" | head -30 >&2; die "build failed (see $OBJ/build.log)"; }
-	# The kernel-datapath testsuite (make check-kernel), for the guest
-	# (tests/guest/test_ovs_kmod_flowcell.py): regenerated when its .at
-	# files changed.
-	make -C "$OBJ" -s "$SRC/tests/system-kmod-testsuite" >>"$OBJ/build.log" 2>&1 ||
-		{ tail -20 "$OBJ/build.log" >&2; die "system-kmod-testsuite failed (see $OBJ/build.log)"; }
 	# Installed only when something was rebuilt since the last install.
 	if [ ! -f "$PREFIX/.dcnet-installed" ] ||
 		[ -n "$(find "$OBJ/vswitchd/ovs-vswitchd" "$OBJ/utilities/ovs-ofctl" "$OBJ/utilities/ovs-dpctl" \
