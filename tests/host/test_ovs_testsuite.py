@@ -1,7 +1,8 @@
 """Open vSwitch userspace (ovs-patches/): the series is well formed, and
 OVS's own testsuite passes the tests of the flowcell select groups
 (keyword 'flowcell': tests/odp.at, tests/ofp-print.at and
-tests/ofproto-dpif.at, the last on the userspace datapath) in the build
+tests/ofproto-dpif.at, the last on the userspace datapath, with its
+other_config keys and its fallback on a datapath without the algorithm) in the build
 made by `make ovs` (scripts/ovs.sh)."""
 import os
 import re
@@ -23,6 +24,8 @@ EXPECTED = [
     "ofproto-dpif - flowcell select group syntax",
     "ofproto-dpif - flowcell group: one miss installs every slot",
     "ofproto-dpif - flowcell group: flowlets (set-flowcell gap)",
+    "ofproto-dpif - flowcell settings from other_config",
+    "ofproto-dpif - flowcell group on a datapath without flowcells",
 ]
 
 
