@@ -138,8 +138,10 @@ static void tcp_fastlane_clear_marks(struct sock *sk)
 {
 	struct sk_buff *skb;
 
-	skb_rbtree_walk(skb, &sk->tcp_rtx_queue)
+	skb_rbtree_walk(skb, &sk->tcp_rtx_queue) {
 		TCP_SKB_CB(skb)->tx.fastlane_retx = 0;
+		TCP_SKB_CB(skb)->tx.fastlane_noted = 0;
+	}
 }
 
 bool __tcp_fastlane_retx_begin(struct sock *sk, struct tcp_fastlane_pass *p)
@@ -249,9 +251,13 @@ static void tcp_fastlane_mark(struct sock *sk, struct sk_buff *skb,
 		if (split)
 			tcp_fastlane_split(sk, skb, nf->end_seq);
 		tcp_mark_skb_lost(sk, skb);
-		/* an entry of Algorithm 1's list: entry.retx++ */
+		/* an entry of Algorithm 1's list: entry.retx++, once per
+		 * transmission (a notification that names it again is stale,
+		 * tcp_fastlane_data_verdict())
+		 */
 		if (TCP_SKB_CB(skb)->tx.fastlane_retx < TCP_FASTLANE_RETX_MAX)
 			TCP_SKB_CB(skb)->tx.fastlane_retx++;
+		TCP_SKB_CB(skb)->tx.fastlane_noted = 1;
 		/* the dropped copy was a retransmission (a loss probe, or
 		 * one RACK or an earlier notification caused) that was not
 		 * marked lost before: it is no longer in flight either
@@ -399,6 +405,7 @@ static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *n
 	st.found = skb;
 	if (skb) {
 		st.sacked = TCP_SKB_CB(skb)->sacked;
+		st.noted = TCP_SKB_CB(skb)->tx.fastlane_noted;
 		st.skb_tsval = tcp_skb_timestamp_ts(tp->tcp_usec_ts, skb) +
 			       tp->tsoffset;
 		st.misaligned =

@@ -437,6 +437,16 @@ static void fastlane_data_verdict(struct kunit *test)
 	s = data_ok();
 	s.nf_timeouts = 1;
 	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_STALE);
+	/* a transmission already notified: a copy or a replay, taken once
+	 * (over the rate cap too: it marks nothing twice)
+	 */
+	s = data_ok();
+	s.noted = true;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_STALE);
+	s.rate_count = 1000;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_STALE);
+	s.noted = false;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_RATELIMITED);
 
 	/* not one segment of its skb: a bad sequence, not rate-limited */
 	s = data_ok();

@@ -1617,6 +1617,42 @@ def test_bound_sim_throttles_notified_retransmissions(blocked, v6):
         b.release()
 
 
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_duplicate_notification_is_taken_once(blocked, v6):
+    """A second notification of a transmission already notified (a copy,
+    or a replay) is stale: Algorithm 1's entry.retx, bound_sim's divisor,
+    counts each dropped transmission once.  A window of 10 notified at
+    once: bound_sim (10 / 2) resends 5 and holds the rest, which keep the
+    timestamps of the notified transmissions.  Their notifications again
+    are counted stale and not taken (before: each was taken again, retx
+    2 for those segments, and the rate budget paid twice)."""
+    b = blocked.connect(v6)
+    try:
+        segs = b.send_and_capture(10 * 1448, 1.5)
+        flight = latest(segs)
+        assert len(flight) >= 8, f"no window in flight: {len(flight)} segments"
+        n0 = nstat(b.h1)
+        t, got = b.watch(1.5)
+        t_nf = time.time()
+        b.send_frames([b.notify(raw, send=False) for _, _, raw in flight])
+        t.join()
+        wait_nstat(b.h1, n0, VERDICT_KEYS, len(flight), "h1 judged the window's notifications")
+        resent = {p["seq"] for ts, out, raw in got for p in [parse(raw)]
+                  if p and not out and p["dport"] == b.conn.port and ts >= t_nf
+                  and tcp_payload_len(p) > 0}
+        held = [raw for _, p, raw in flight if p["seq"] not in resent]
+        assert held, "bound_sim held no notified segment"
+        n1 = nstat(b.h1)
+        b.send_frames([b.notify(raw, send=False) for raw in held])
+        d = delta(n1, wait_nstat(b.h1, n1, VERDICT_KEYS, len(held), "h1 judged the duplicates"),
+                  FL_KEYS)
+        print(f"{len(held)} held segments notified again: {d}")
+        assert d["TcpExtTCPFastLaneNotify"] == 0, d
+        assert d["TcpExtTCPFastLaneStale"] == len(held), d
+    finally:
+        b.release()
+
+
 def offloads_off(ns):
     """turn TSO and GSO off on eth0 of namespace ns; returns the command
     that puts back exactly the features this changed (a plain "tso on gso
