@@ -818,8 +818,13 @@ void tcp_fastlane_rcv(struct net *net, struct sock *sk, struct sk_buff *skb)
 		/* like any segment: the owner processes it on release.  It
 		 * holds a reference on the static key, so that the backlog's
 		 * test (tcp_fastlane_backlogged()) stays on until then; none
-		 * is taken once the key is being disabled.
+		 * is taken once the key is being disabled.  Its control
+		 * block holds IPCB bytes until now: tcp_add_backlog()
+		 * compares the backlog's tail with the next segment (end_seq,
+		 * flags, dsfield) before it coalesces them, so it is cleared
+		 * (no ACK flag: nothing coalesces with it).
 		 */
+		memset(TCP_SKB_CB(skb), 0, sizeof(struct tcp_skb_cb));
 		TCP_SKB_CB(skb)->fastlane = 1;
 		if (!static_key_fast_inc_not_disabled(&tcp_fastlane_needed.key.key)) {
 			NET_INC_STATS(net, LINUX_MIB_TCPFASTLANELOCKDROPPED);

@@ -305,8 +305,10 @@ void tcp_fl_ofo_syn_sent(struct sock *sk, bool peer_offered)
 	tp->fl_ofo.rcv_bytes = 0;
 }
 
-/* A child socket: @negotiated on the SYN and SYN-ACK.  Its scatter
- * setting is the listener's.
+/* A child socket: @negotiated on the SYN and SYN-ACK; or a socket
+ * disconnected (tcp_disconnect()), which negotiates anew on its next
+ * SYN-ACK.  A child's scatter setting is the listener's; a disconnected
+ * socket keeps its own.
  */
 void tcp_fl_ofo_child(struct sock *newsk, bool negotiated)
 {

@@ -9,6 +9,7 @@ packet: the SYN's offer, the SYN-ACK's answer, and every byte count
 against the SACK blocks of the same ACK (the receiver's out-of-order
 queue as it is then).  Counters come from the namespaces' /proc/net.
 """
+import ctypes
 import fcntl
 import json
 import select
@@ -1079,3 +1080,39 @@ def test_receiver_count_is_incremental(lab, v6):
             s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             s.close()
 
+
+def disconnect(sock):
+    """connect(AF_UNSPEC): the socket is closed and may connect again"""
+    libc = ctypes.CDLL(None, use_errno=True)
+    sa = struct.pack("H14x", socket.AF_UNSPEC)
+    assert libc.connect(sock.fileno(), sa, len(sa)) == 0, ctypes.get_errno()
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["v4", "v6"])
+def test_reconnected_socket_starts_clean(lab, v6):
+    """A socket disconnected (connect(AF_UNSPEC)) and connected again
+    carries nothing of its first connection's option state: inflation,
+    its maximum and the counts of byte counts taken and ignored start at
+    0, and the option is negotiated anew"""
+    configure(lab, ofo=(1, 1))
+    b = Blackholed(lab, v6)
+    conn2 = None
+    try:
+        assert b.negotiated
+        b.ack(ofo_opt(1000))
+        i = b.ack(ofo_opt(0xffffffff))
+        assert (i["rcvd"], i["bad"], i["infl"], i["infl_max"]) == (1, 1, 1000, 1000), i
+        b.restore()
+        disconnect(b.cli)
+        b.cli.connect((lab.ip("h2", v6), PORT))
+        conn2, _ = b.srv.accept()
+        i = ofo_info(b.cli)
+        assert i["flags"] & OFO_F_OK, i
+        assert (i["rcvd"], i["bad"], i["infl"], i["infl_max"]) == (0, 0, 0, 0), i
+        fo = ss_ofo(lab, "h1", b.cli.getsockname()[1])
+        assert fo and (fo["rcvd"], fo["bad"], fo["infl_max"]) == (0, 0, 0), fo
+    finally:
+        if conn2:
+            conn2.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            conn2.close()
+        b.close()
