@@ -100,6 +100,17 @@ tcp_fastlane_classify(u32 seq, u32 end_seq, u32 snd_una, u32 snd_nxt)
 	return TCP_FASTLANE_OUT_OF_WINDOW;
 }
 
+/* Is @ack, the ACK field of the segment a notification quotes, one the
+ * connection sent?  It was its rcv_nxt then: not beyond @rcv_nxt now, and
+ * not below it by more than @win, the largest window the connection
+ * offers (what the peer can have sent since).  A forger who does not see
+ * the connection's traffic must guess it as well as the sequence.
+ */
+static inline bool tcp_fastlane_ack_ok(u32 ack, u32 rcv_nxt, u32 win)
+{
+	return (s32)(rcv_nxt - ack) >= 0 && rcv_nxt - ack <= win;
+}
+
 /* Does the notified range [seq, end_seq) name one wire segment of the
  * retransmit queue's skb [skb_seq, skb_end) (FIN counted), which was sent
  * in segments of @mss bytes (0: the skb is one segment)?  It starts at a

@@ -94,6 +94,7 @@ struct tcp_fastlane_info {
 	u32	seq;
 	u32	end_seq;	/* counts SYN and FIN */
 	u32	tsval;		/* of the dropped transmission */
+	u32	ack_seq;	/* its ACK field (if ack) */
 	u16	timeouts;	/* the connection's RTOs when it was sent */
 	bool	has_ts;
 	bool	has_timeouts;
@@ -640,6 +641,13 @@ static void tcp_fastlane_act(struct sock *sk, const struct tcp_fastlane_info *nf
 	case TCP_FASTLANE_KIND_SEQ:
 		break;
 	}
+	/* an ACK field the connection never sent: forged */
+	if (nf->ack &&
+	    !tcp_fastlane_ack_ok(nf->ack_seq, tp->rcv_nxt,
+				 max(tp->rcv_wnd, tp->window_clamp))) {
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBADSEQ);
+		return;
+	}
 	switch (tcp_fastlane_classify(nf->seq, nf->end_seq, tp->snd_una,
 				      tp->snd_nxt)) {
 	case TCP_FASTLANE_IN_FLIGHT:
@@ -679,6 +687,7 @@ static bool tcp_fastlane_parse(struct net *net, struct sk_buff *skb,
 	nf->tsval = opt.rcv_tsval;
 	nf->syn = th->syn;
 	nf->ack = th->ack;
+	nf->ack_seq = ntohl(th->ack_seq);
 	nf->has_timeouts = tcp_fastlane_parse_timeouts((const u8 *)(th + 1),
 						       th->doff * 4 - sizeof(*th),
 						       &nf->timeouts);
@@ -712,6 +721,11 @@ static void tcp_fastlane_req(struct net *net, struct request_sock *req,
 {
 	if (!tcp_fastlane_req_ts_ok(net, req, nf))
 		return;
+	/* the SYN-ACK acknowledges the SYN, nothing else */
+	if (nf->ack && nf->ack_seq != tcp_rsk(req)->rcv_nxt) {
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBADSEQ);
+		return;
+	}
 	if (!nf->syn || !nf->ack || nf->seq != tcp_rsk(req)->snt_isn ||
 	    req->num_retrans >= 2) {
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
