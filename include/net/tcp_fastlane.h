@@ -100,6 +100,17 @@ tcp_fastlane_classify(u32 seq, u32 end_seq, u32 snd_una, u32 snd_nxt)
 	return TCP_FASTLANE_OUT_OF_WINDOW;
 }
 
+/* Is @ack, the ACK field of the segment a notification quotes, one the
+ * connection sent?  It was its rcv_nxt then: not beyond @rcv_nxt now, and
+ * not below it by more than @win, the largest window the connection
+ * offers (what the peer can have sent since).  A forger who does not see
+ * the connection's traffic must guess it as well as the sequence.
+ */
+static inline bool tcp_fastlane_ack_ok(u32 ack, u32 rcv_nxt, u32 win)
+{
+	return (s32)(rcv_nxt - ack) >= 0 && rcv_nxt - ack <= win;
+}
+
 /* Does the notified range [seq, end_seq) name one wire segment of the
  * retransmit queue's skb [skb_seq, skb_end) (FIN counted), which was sent
  * in segments of @mss bytes (0: the skb is one segment)?  It starts at a
@@ -252,6 +263,9 @@ struct tcp_fastlane_data_state {
 	bool	has_timeouts;
 	bool	sends_timeouts;	/* its segments carry the timeout count */
 	bool	found;		/* the notified sequence is in the queue */
+	bool	noted;		/* a notification of its last transmission
+				 * was taken (TCP_SKB_CB()->tx.fastlane_noted)
+				 */
 	bool	misaligned;	/* ... but not one segment of its skb
 				 * (tcp_fastlane_one_segment())
 				 */
@@ -268,7 +282,8 @@ enum tcp_fastlane_data_verdict {
 /* Decide on a notification for data (or a FIN) within [snd_una, snd_nxt)
  * (tcp_fastlane_data()).  Stale: no longer in the queue, delivered
  * (SACKed), sent before the last timeout (timeout count), resent since
- * (timestamp), or, without timestamps, its resend is in flight (which
+ * (timestamp), already notified (a copy or a replay of a notification
+ * taken for the same transmission), or, without timestamps, its resend is in flight (which
  * copy was dropped is unknown), or a timeout's recovery owns the queue
  * (CA_Loss).  Bad sequence: a range that is not one wire segment of the
  * skb that holds it (tcp_fastlane_one_segment()).  The rate limit counts
@@ -281,7 +296,7 @@ tcp_fastlane_data_verdict(const struct tcp_fastlane_data_state *s)
 	if (!tcp_fastlane_opts_ok(s->has_ts, s->ts_ok, s->has_timeouts,
 				  s->sends_timeouts))
 		return TCP_FASTLANE_DATA_BADOPTS;
-	if (!s->found || (s->sacked & TCPCB_SACKED_ACKED) ||
+	if (!s->found || (s->sacked & TCPCB_SACKED_ACKED) || s->noted ||
 	    (s->has_timeouts && s->nf_timeouts != s->total_rto) ||
 	    (s->has_ts && s->nf_tsval != s->skb_tsval) ||
 	    (!s->has_ts && (s->sacked & TCPCB_SACKED_RETRANS)) ||
@@ -507,6 +522,15 @@ static inline void tcp_fastlane_tail_push(struct sock *sk)
 		__tcp_fastlane_tail_push(sk);
 }
 
+/* From tcp_retransmit_skb(): @skb went again, a new transmission that a
+ * notification may name once more
+ */
+static inline void tcp_fastlane_resent(struct sk_buff *skb)
+{
+	if (tcp_fastlane_active())
+		TCP_SKB_CB(skb)->tx.fastlane_noted = 0;
+}
+
 bool __tcp_fastlane_v4_rcv(struct net *net, struct sk_buff *skb);
 bool tcp_fastlane_is_nf(struct sk_buff *skb);
 void tcp_fastlane_rcv(struct net *net, struct sock *sk, struct sk_buff *skb);
@@ -614,6 +638,10 @@ static inline void tcp_fastlane_tsq_write(struct sock *sk)
 }
 
 static inline void tcp_fastlane_tail_push(struct sock *sk)
+{
+}
+
+static inline void tcp_fastlane_resent(struct sk_buff *skb)
 {
 }
 

@@ -129,22 +129,31 @@ static inline u32 tcp_fl_ofo_extra(u32 infl, u32 mss, u32 sacked_out)
 	return pkts > sacked_out ? pkts - sacked_out : 0;
 }
 
-/* The bytes of out-of-order segments [seq, end_seq), sorted by seq and
- * possibly overlapping, beyond rcv_nxt: fed one segment at a time to
- * tcp_fl_ofo_sum() with the running state (@edge: the highest end_seq
- * so far, 0 before the first).
+/* The bytes of the segment [@seq, @end_seq) beyond @edge, the end of the
+ * segment before it in the out-of-order queue (@seq for the first one)
+ */
+static inline u32 tcp_fl_ofo_beyond(u32 edge, u32 seq, u32 end_seq)
+{
+	if ((s32)(edge - seq) > 0)
+		seq = (s32)(end_seq - edge) > 0 ? edge : end_seq;
+	return end_seq - seq;
+}
+
+/* The receiver's byte count: the out-of-order segments [seq, end_seq),
+ * sorted by seq, each counted for its bytes beyond the end of the one
+ * before it.  Linux keeps no segment inside its neighbour (it drops or
+ * replaces it), so an overlap is counted once; only a segment extended
+ * in place (coalesced) over its successors may hide one inside it, and
+ * the bytes of the next one it overlaps are then counted twice: at most
+ * the bytes the peer sent twice.  Fed one segment at a time to
+ * tcp_fl_ofo_sum() with the running state (@edge: the end of the
+ * previous one; @first: there is none).
  */
 static inline u32 tcp_fl_ofo_sum(u32 sum, u32 *edge, bool first, u32 seq,
 				 u32 end_seq)
 {
-	if (!first && (s32)(seq - *edge) < 0)
-		seq = *edge;
-	if ((s32)(end_seq - seq) > 0) {
-		sum += end_seq - seq;
-		*edge = end_seq;
-	} else if (first) {
-		*edge = end_seq;
-	}
+	sum += tcp_fl_ofo_beyond(first ? seq : *edge, seq, end_seq);
+	*edge = end_seq;
 	return sum;
 }
 
@@ -237,7 +246,58 @@ static inline bool tcp_fl_scatter_holds_rack(struct sock *sk)
 	return tcp_sk(sk)->sacked_out < tcp_sk(sk)->reordering;
 }
 
-u32 tcp_fl_ofo_rcv_bytes(struct tcp_sock *tp);
+/* The receiver's byte count is kept where the out-of-order queue
+ * changes (net/ipv4/tcp_input.c), a few neighbours looked at per change
+ * instead of the whole queue per ACK, by a connection that negotiated
+ * the option.  tcp_fl_ofo_linked(): after @skb went in;
+ * tcp_fl_ofo_unlink(): before it goes; tcp_fl_ofo_grown(): after its
+ * end grew from @old_end (coalesced, or it replaced a shorter one);
+ * tcp_fl_ofo_collapsed(): after tcp_collapse_ofo_queue(), which walks
+ * the queue itself.  A queue emptied in bulk (FIN, disconnect) counts
+ * again from its next first segment.
+ */
+static inline bool tcp_fl_ofo_counting(const struct tcp_sock *tp)
+{
+	return tcp_fl_ofo_active() && unlikely(tp->fl_ofo_ok);
+}
+
+void __tcp_fl_ofo_linked(struct tcp_sock *tp, const struct sk_buff *skb);
+void __tcp_fl_ofo_unlink(struct tcp_sock *tp, const struct sk_buff *skb);
+void __tcp_fl_ofo_grown(struct tcp_sock *tp, const struct sk_buff *skb,
+			u32 old_end);
+void __tcp_fl_ofo_collapsed(struct tcp_sock *tp);
+#if IS_ENABLED(CONFIG_KUNIT)
+u32 tcp_fl_ofo_recount(const struct tcp_sock *tp);
+#endif
+
+static inline void tcp_fl_ofo_linked(struct tcp_sock *tp,
+				     const struct sk_buff *skb)
+{
+	if (tcp_fl_ofo_counting(tp))
+		__tcp_fl_ofo_linked(tp, skb);
+}
+
+static inline void tcp_fl_ofo_unlink(struct tcp_sock *tp,
+				     const struct sk_buff *skb)
+{
+	if (tcp_fl_ofo_counting(tp))
+		__tcp_fl_ofo_unlink(tp, skb);
+}
+
+static inline void tcp_fl_ofo_grown(struct tcp_sock *tp,
+				    const struct sk_buff *skb, u32 old_end)
+{
+	if (tcp_fl_ofo_counting(tp))
+		__tcp_fl_ofo_grown(tp, skb, old_end);
+}
+
+static inline void tcp_fl_ofo_collapsed(struct tcp_sock *tp)
+{
+	if (tcp_fl_ofo_counting(tp))
+		__tcp_fl_ofo_collapsed(tp);
+}
+
+u32 tcp_fl_ofo_rcv_bytes(const struct tcp_sock *tp);
 void tcp_fl_ofo_ack(struct sock *sk, const struct sk_buff *skb, bool new_ack);
 void tcp_fl_ofo_syn_sent(struct sock *sk, bool peer_offered);
 void tcp_fl_ofo_child(struct sock *newsk, bool negotiated);
@@ -273,6 +333,25 @@ static inline u32 tcp_fl_ofo_cwnd_extra(const struct tcp_sock *tp)
 static inline bool tcp_fl_scatter_holds_rack(struct sock *sk)
 {
 	return false;
+}
+
+static inline void tcp_fl_ofo_linked(struct tcp_sock *tp,
+				     const struct sk_buff *skb)
+{
+}
+
+static inline void tcp_fl_ofo_unlink(struct tcp_sock *tp,
+				     const struct sk_buff *skb)
+{
+}
+
+static inline void tcp_fl_ofo_grown(struct tcp_sock *tp,
+				    const struct sk_buff *skb, u32 old_end)
+{
+}
+
+static inline void tcp_fl_ofo_collapsed(struct tcp_sock *tp)
+{
 }
 
 #endif /* CONFIG_TCP_FASTLANE_OFO */

@@ -94,6 +94,7 @@ struct tcp_fastlane_info {
 	u32	seq;
 	u32	end_seq;	/* counts SYN and FIN */
 	u32	tsval;		/* of the dropped transmission */
+	u32	ack_seq;	/* its ACK field (if ack) */
 	u16	timeouts;	/* the connection's RTOs when it was sent */
 	bool	has_ts;
 	bool	has_timeouts;
@@ -138,8 +139,10 @@ static void tcp_fastlane_clear_marks(struct sock *sk)
 {
 	struct sk_buff *skb;
 
-	skb_rbtree_walk(skb, &sk->tcp_rtx_queue)
+	skb_rbtree_walk(skb, &sk->tcp_rtx_queue) {
 		TCP_SKB_CB(skb)->tx.fastlane_retx = 0;
+		TCP_SKB_CB(skb)->tx.fastlane_noted = 0;
+	}
 }
 
 bool __tcp_fastlane_retx_begin(struct sock *sk, struct tcp_fastlane_pass *p)
@@ -249,9 +252,13 @@ static void tcp_fastlane_mark(struct sock *sk, struct sk_buff *skb,
 		if (split)
 			tcp_fastlane_split(sk, skb, nf->end_seq);
 		tcp_mark_skb_lost(sk, skb);
-		/* an entry of Algorithm 1's list: entry.retx++ */
+		/* an entry of Algorithm 1's list: entry.retx++, once per
+		 * transmission (a notification that names it again is stale,
+		 * tcp_fastlane_data_verdict())
+		 */
 		if (TCP_SKB_CB(skb)->tx.fastlane_retx < TCP_FASTLANE_RETX_MAX)
 			TCP_SKB_CB(skb)->tx.fastlane_retx++;
+		TCP_SKB_CB(skb)->tx.fastlane_noted = 1;
 		/* the dropped copy was a retransmission (a loss probe, or
 		 * one RACK or an earlier notification caused) that was not
 		 * marked lost before: it is no longer in flight either
@@ -399,6 +406,7 @@ static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *n
 	st.found = skb;
 	if (skb) {
 		st.sacked = TCP_SKB_CB(skb)->sacked;
+		st.noted = TCP_SKB_CB(skb)->tx.fastlane_noted;
 		st.skb_tsval = tcp_skb_timestamp_ts(tp->tcp_usec_ts, skb) +
 			       tp->tsoffset;
 		st.misaligned =
@@ -633,6 +641,13 @@ static void tcp_fastlane_act(struct sock *sk, const struct tcp_fastlane_info *nf
 	case TCP_FASTLANE_KIND_SEQ:
 		break;
 	}
+	/* an ACK field the connection never sent: forged */
+	if (nf->ack &&
+	    !tcp_fastlane_ack_ok(nf->ack_seq, tp->rcv_nxt,
+				 max(tp->rcv_wnd, tp->window_clamp))) {
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBADSEQ);
+		return;
+	}
 	switch (tcp_fastlane_classify(nf->seq, nf->end_seq, tp->snd_una,
 				      tp->snd_nxt)) {
 	case TCP_FASTLANE_IN_FLIGHT:
@@ -672,6 +687,7 @@ static bool tcp_fastlane_parse(struct net *net, struct sk_buff *skb,
 	nf->tsval = opt.rcv_tsval;
 	nf->syn = th->syn;
 	nf->ack = th->ack;
+	nf->ack_seq = ntohl(th->ack_seq);
 	nf->has_timeouts = tcp_fastlane_parse_timeouts((const u8 *)(th + 1),
 						       th->doff * 4 - sizeof(*th),
 						       &nf->timeouts);
@@ -705,6 +721,11 @@ static void tcp_fastlane_req(struct net *net, struct request_sock *req,
 {
 	if (!tcp_fastlane_req_ts_ok(net, req, nf))
 		return;
+	/* the SYN-ACK acknowledges the SYN, nothing else */
+	if (nf->ack && nf->ack_seq != tcp_rsk(req)->rcv_nxt) {
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBADSEQ);
+		return;
+	}
 	if (!nf->syn || !nf->ack || nf->seq != tcp_rsk(req)->snt_isn ||
 	    req->num_retrans >= 2) {
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
@@ -811,8 +832,13 @@ void tcp_fastlane_rcv(struct net *net, struct sock *sk, struct sk_buff *skb)
 		/* like any segment: the owner processes it on release.  It
 		 * holds a reference on the static key, so that the backlog's
 		 * test (tcp_fastlane_backlogged()) stays on until then; none
-		 * is taken once the key is being disabled.
+		 * is taken once the key is being disabled.  Its control
+		 * block holds IPCB bytes until now: tcp_add_backlog()
+		 * compares the backlog's tail with the next segment (end_seq,
+		 * flags, dsfield) before it coalesces them, so it is cleared
+		 * (no ACK flag: nothing coalesces with it).
 		 */
+		memset(TCP_SKB_CB(skb), 0, sizeof(struct tcp_skb_cb));
 		TCP_SKB_CB(skb)->fastlane = 1;
 		if (!static_key_fast_inc_not_disabled(&tcp_fastlane_needed.key.key)) {
 			NET_INC_STATS(net, LINUX_MIB_TCPFASTLANELOCKDROPPED);

@@ -389,6 +389,20 @@ static void fastlane_one_segment(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, tcp_fastlane_one_segment(S, S + 1, 0, S, S + 1));
 }
 
+/* The quoted ACK field: the connection's rcv_nxt when it sent the
+ * segment, so within the window below rcv_nxt now (wraps included)
+ */
+static void fastlane_ack_field(struct kunit *test)
+{
+	KUNIT_EXPECT_TRUE(test, tcp_fastlane_ack_ok(1000, 1000, 65535));
+	KUNIT_EXPECT_TRUE(test, tcp_fastlane_ack_ok(1000 - 65535, 1000, 65535));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_ack_ok(1000 - 65536, 1000, 65535));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_ack_ok(1001, 1000, 65535));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_ack_ok(1000 + (1U << 30), 1000, 65535));
+	KUNIT_EXPECT_TRUE(test, tcp_fastlane_ack_ok(U32_MAX - 10, 20, 65535));
+	KUNIT_EXPECT_FALSE(test, tcp_fastlane_ack_ok(30, U32_MAX - 10, 65535));
+}
+
 static void fastlane_data_verdict(struct kunit *test)
 {
 	struct tcp_fastlane_data_state s = data_ok();
@@ -437,6 +451,16 @@ static void fastlane_data_verdict(struct kunit *test)
 	s = data_ok();
 	s.nf_timeouts = 1;
 	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_STALE);
+	/* a transmission already notified: a copy or a replay, taken once
+	 * (over the rate cap too: it marks nothing twice)
+	 */
+	s = data_ok();
+	s.noted = true;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_STALE);
+	s.rate_count = 1000;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_STALE);
+	s.noted = false;
+	KUNIT_EXPECT_EQ(test, tcp_fastlane_data_verdict(&s), TCP_FASTLANE_DATA_RATELIMITED);
 
 	/* not one segment of its skb: a bad sequence, not rate-limited */
 	s = data_ok();
@@ -645,6 +669,7 @@ static struct kunit_case fastlane_tcp_cases[] = {
 	KUNIT_CASE(fastlane_deferred_resend),
 	KUNIT_CASE(fastlane_one_segment),
 	KUNIT_CASE(fastlane_data_verdict),
+	KUNIT_CASE(fastlane_ack_field),
 	KUNIT_CASE(fastlane_ack_verdict),
 	KUNIT_CASE(fastlane_data_handler_bound),
 	KUNIT_CASE(fastlane_state_kind),

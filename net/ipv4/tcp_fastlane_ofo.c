@@ -44,6 +44,7 @@
 #include <linux/kernel.h>
 #include <linux/mutex.h>
 #include <linux/tcp.h>
+#include <kunit/visibility.h>
 #include <net/netlink.h>
 #include <net/tcp.h>
 #include <net/tcp_fastlane_ofo.h>
@@ -113,21 +114,14 @@ static int __init tcp_fl_ofo_init(void)
 }
 subsys_initcall(tcp_fl_ofo_init);
 
-/* The receiver's byte count: the out-of-order queue walked in sequence
- * order, overlaps counted once.  Cached while rcv_nxt, the number of
- * out-of-order packets received and the queue's last skb are unchanged.
+/* A full recount of the receiver's byte count: what the kept one must be
+ * (getsockopt() and ss, and after tcp_collapse_ofo_queue())
  */
-u32 tcp_fl_ofo_rcv_bytes(struct tcp_sock *tp)
+VISIBLE_IF_KUNIT u32 tcp_fl_ofo_recount(const struct tcp_sock *tp)
 {
 	struct rb_node *p = rb_first(&tp->out_of_order_queue);
-	struct sk_buff *last = tp->ooo_last_skb;
 	u32 sum = 0, edge = 0;
 	bool first = true;
-
-	if (tp->fl_ofo.c_rcv_nxt == tp->rcv_nxt &&
-	    tp->fl_ofo.c_ooopack == tp->rcv_ooopack &&
-	    last && tp->fl_ofo.c_last_end == TCP_SKB_CB(last)->end_seq)
-		return tp->fl_ofo.c_bytes;
 
 	for (; p; p = rb_next(p)) {
 		const struct sk_buff *skb = rb_to_skb(p);
@@ -136,11 +130,76 @@ u32 tcp_fl_ofo_rcv_bytes(struct tcp_sock *tp)
 				     TCP_SKB_CB(skb)->end_seq);
 		first = false;
 	}
-	tp->fl_ofo.c_rcv_nxt = tp->rcv_nxt;
-	tp->fl_ofo.c_ooopack = tp->rcv_ooopack;
-	tp->fl_ofo.c_last_end = last ? TCP_SKB_CB(last)->end_seq : 0;
-	tp->fl_ofo.c_bytes = sum;
 	return sum;
+}
+EXPORT_SYMBOL_IF_KUNIT(tcp_fl_ofo_recount);
+
+/* What @skb, ending at @end, adds to the count where it sits in the
+ * queue: its bytes beyond its predecessor, and what its successor has
+ * beyond it rather than beyond that predecessor (negative if it covers
+ * part of the successor).
+ */
+static s32 tcp_fl_ofo_part(struct tcp_sock *tp, const struct sk_buff *skb,
+			   u32 end)
+{
+	const struct sk_buff *prev = skb_rb_prev(skb);
+	const struct sk_buff *next = skb_rb_next(skb);
+	u32 seq = TCP_SKB_CB(skb)->seq;
+	s32 part;
+
+	part = tcp_fl_ofo_beyond(prev ? TCP_SKB_CB(prev)->end_seq : seq,
+				 seq, end);
+	tp->fl_ofo.rcv_walk += 1 + !!prev + !!next;
+	if (next) {
+		u32 nseq = TCP_SKB_CB(next)->seq;
+		u32 nend = TCP_SKB_CB(next)->end_seq;
+
+		part += tcp_fl_ofo_beyond(end, nseq, nend);
+		part -= tcp_fl_ofo_beyond(prev ? TCP_SKB_CB(prev)->end_seq :
+					  nseq, nseq, nend);
+	}
+	return part;
+}
+
+void __tcp_fl_ofo_linked(struct tcp_sock *tp, const struct sk_buff *skb)
+{
+	/* the queue's first segment: whatever was counted before is gone */
+	if (rb_first(&tp->out_of_order_queue) == &skb->rbnode &&
+	    rb_last(&tp->out_of_order_queue) == &skb->rbnode)
+		tp->fl_ofo.rcv_bytes = 0;
+	tp->fl_ofo.rcv_bytes += tcp_fl_ofo_part(tp, skb,
+						TCP_SKB_CB(skb)->end_seq);
+}
+EXPORT_SYMBOL_IF_KUNIT(__tcp_fl_ofo_linked);
+
+void __tcp_fl_ofo_unlink(struct tcp_sock *tp, const struct sk_buff *skb)
+{
+	tp->fl_ofo.rcv_bytes -= tcp_fl_ofo_part(tp, skb,
+						TCP_SKB_CB(skb)->end_seq);
+}
+EXPORT_SYMBOL_IF_KUNIT(__tcp_fl_ofo_unlink);
+
+void __tcp_fl_ofo_grown(struct tcp_sock *tp, const struct sk_buff *skb,
+			u32 old_end)
+{
+	tp->fl_ofo.rcv_bytes += tcp_fl_ofo_part(tp, skb,
+						TCP_SKB_CB(skb)->end_seq) -
+				tcp_fl_ofo_part(tp, skb, old_end);
+}
+EXPORT_SYMBOL_IF_KUNIT(__tcp_fl_ofo_grown);
+
+void __tcp_fl_ofo_collapsed(struct tcp_sock *tp)
+{
+	tp->fl_ofo.rcv_bytes = tcp_fl_ofo_recount(tp);
+}
+
+/* The count the option carries.  It lies within the receive window; a
+ * count kept with gaps (the static key went off and on again while the
+ * queue held segments) is bounded by it until the queue empties.
+ */
+u32 tcp_fl_ofo_rcv_bytes(const struct tcp_sock *tp)
+{
+	return min(tp->fl_ofo.rcv_bytes, tp->rcv_wnd);
 }
 
 void tcp_fl_ofo_count_sent(const struct sock *sk)
@@ -243,12 +302,13 @@ void tcp_fl_ofo_syn_sent(struct sock *sk, bool peer_offered)
 
 	tp->fl_ofo_ok = peer_offered && tcp_fl_ofo_on(sock_net(sk));
 	tp->fl_ofo.infl = 0;
-	tp->fl_ofo.c_ooopack = 0;
-	tp->fl_ofo.c_bytes = 0;
+	tp->fl_ofo.rcv_bytes = 0;
 }
 
-/* A child socket: @negotiated on the SYN and SYN-ACK.  Its scatter
- * setting is the listener's.
+/* A child socket: @negotiated on the SYN and SYN-ACK; or a socket
+ * disconnected (tcp_disconnect()), which negotiates anew on its next
+ * SYN-ACK.  A child's scatter setting is the listener's; a disconnected
+ * socket keeps its own.
  */
 void tcp_fl_ofo_child(struct sock *newsk, bool negotiated)
 {
@@ -259,10 +319,8 @@ void tcp_fl_ofo_child(struct sock *newsk, bool negotiated)
 	tp->fl_ofo.infl_max = 0;
 	tp->fl_ofo.rcvd = 0;
 	tp->fl_ofo.bad = 0;
-	tp->fl_ofo.c_ooopack = 0;
-	tp->fl_ofo.c_bytes = 0;
-	tp->fl_ofo.c_last_end = 0;
-	tp->fl_ofo.c_rcv_nxt = 0;
+	tp->fl_ofo.rcv_bytes = 0;
+	tp->fl_ofo.rcv_walk = 0;
 }
 
 /* The socket's state (the socket locked) */
@@ -283,6 +341,8 @@ static void tcp_fl_ofo_get_info(struct sock *sk,
 	info->tcpfo_rcvd = tp->fl_ofo.rcvd;
 	info->tcpfo_bad = tp->fl_ofo.bad;
 	info->tcpfo_reordering = tp->reordering;
+	info->tcpfo_rcv_walk = tp->fl_ofo.rcv_walk;
+	info->tcpfo_rcv_ofo_full = tcp_fl_ofo_want(tp) ? tcp_fl_ofo_recount(tp) : 0;
 }
 
 /* INET_DIAG_FASTLANE_OFO (ss -ti), for a connected socket of a netns

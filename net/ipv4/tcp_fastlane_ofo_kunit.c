@@ -6,15 +6,19 @@
  * check, the paper's inflation rule (new against duplicate ACKs, ACKs
  * reordered among themselves, the receive window's clamp), what the
  * inflation adds to the congestion window, and the receiver's count of
- * the bytes it holds (overlaps, sequence wraparound).
+ * the bytes it holds (overlaps, sequence wraparound), kept as its
+ * out-of-order queue changes equal to a full recount.
  */
 
 #include <kunit/test.h>
+#include <linux/prandom.h>
 #include <linux/skbuff.h>
 #include <linux/string.h>
 #include <linux/sysctl.h>
 #include <net/tcp.h>
 #include <net/tcp_fastlane_ofo.h>
+
+MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);
 
 /* A netns of which tcp_parse_options() reads the sysctls */
 static struct net *ofo_net(struct kunit *test, bool on)
@@ -305,11 +309,141 @@ static void ofo_receiver_sum(struct kunit *test)
 		{ 0xfffffc00, 0x00000100 }, { 0x00000080, 0x00000200 },
 		{ 0x00001000, 0x00001400 },
 	};
+	static const u32 inside[][2] = {
+		{ 0, 30 }, { 15, 20 }, { 25, 40 },
+	};
 
 	KUNIT_EXPECT_EQ(test, ofo_sum_of(disjoint, 3), 1000 + 1448 + 1);
 	KUNIT_EXPECT_EQ(test, ofo_sum_of(overlap, 4), 2000);
 	KUNIT_EXPECT_EQ(test, ofo_sum_of(wraps, 3), 0x500 + 0x100 + 0x400);
 	KUNIT_EXPECT_EQ(test, ofo_sum_of(disjoint, 0), 0);
+	/* one inside its predecessor (coalesced over it): the next one's
+	 * overlap with the outer one is counted twice
+	 */
+	KUNIT_EXPECT_EQ(test, ofo_sum_of(inside, 3), 30 + 0 + 15);
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_beyond(10, 0, 5), 0);
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_beyond(3, 0, 5), 2);
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_beyond(0, 2, 5), 3);
+}
+
+/* A receiver's out-of-order queue changed as tcp_data_queue_ofo(),
+ * tcp_ofo_queue() and tcp_prune_ofo_queue() change it, with the hooks
+ * they call: the kept count equals a full recount after every change.
+ */
+struct ofo_q {
+	struct kunit *test;
+	struct tcp_sock *tp;
+	int n;
+};
+
+static struct sk_buff *ofo_q_skb(struct ofo_q *q, u32 seq, u32 end)
+{
+	struct sk_buff *skb = alloc_skb(0, GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(q->test, skb);
+	TCP_SKB_CB(skb)->seq = seq;
+	TCP_SKB_CB(skb)->end_seq = end;
+	return skb;
+}
+
+static void ofo_q_erase(struct ofo_q *q, struct sk_buff *skb)
+{
+	__tcp_fl_ofo_unlink(q->tp, skb);
+	rb_erase(&skb->rbnode, &q->tp->out_of_order_queue);
+	kfree_skb(skb);
+	q->n--;
+}
+
+/* tcp_data_queue_ofo()'s placement of [seq, end), coalescing included */
+static void ofo_q_add(struct ofo_q *q, u32 seq, u32 end)
+{
+	struct rb_root *root = &q->tp->out_of_order_queue;
+	struct rb_node **p = &root->rb_node, *parent = NULL;
+	struct sk_buff *skb, *skb1;
+
+	while (*p) {
+		parent = *p;
+		skb1 = rb_to_skb(parent);
+		if (before(seq, TCP_SKB_CB(skb1)->seq)) {
+			p = &parent->rb_left;
+			continue;
+		}
+		if (before(seq, TCP_SKB_CB(skb1)->end_seq)) {
+			if (!after(end, TCP_SKB_CB(skb1)->end_seq))
+				return;
+			if (!after(seq, TCP_SKB_CB(skb1)->seq)) {
+				skb = ofo_q_skb(q, seq, end);
+				rb_replace_node(&skb1->rbnode, &skb->rbnode,
+						root);
+				__tcp_fl_ofo_grown(q->tp, skb,
+						   TCP_SKB_CB(skb1)->end_seq);
+				kfree_skb(skb1);
+				goto merge_right;
+			}
+		} else if (TCP_SKB_CB(skb1)->end_seq == seq) {
+			TCP_SKB_CB(skb1)->end_seq = end;
+			__tcp_fl_ofo_grown(q->tp, skb1, seq);
+			return;
+		}
+		p = &parent->rb_right;
+	}
+	skb = ofo_q_skb(q, seq, end);
+	rb_link_node(&skb->rbnode, parent, p);
+	rb_insert_color(&skb->rbnode, root);
+	q->n++;
+	__tcp_fl_ofo_linked(q->tp, skb);
+merge_right:
+	while ((skb1 = skb_rb_next(skb)) != NULL) {
+		if (!after(end, TCP_SKB_CB(skb1)->seq) ||
+		    before(end, TCP_SKB_CB(skb1)->end_seq))
+			break;
+		ofo_q_erase(q, skb1);
+	}
+}
+
+static void ofo_receiver_kept_count(struct kunit *test)
+{
+	struct tcp_sock *tp = kunit_kzalloc(test, sizeof(*tp), GFP_KERNEL);
+	struct ofo_q q = { .test = test, .tp = tp };
+	struct rnd_state rnd;
+	u32 rcv_nxt = 0xffff0000;	/* wraps on the way */
+	struct sk_buff *skb;
+	int i;
+
+	KUNIT_ASSERT_NOT_NULL(test, tp);
+	tp->out_of_order_queue = RB_ROOT;
+	prandom_seed_state(&rnd, 42);
+	for (i = 0; i < 4000; i++) {
+		u32 r = prandom_u32_state(&rnd);
+		u32 seq = rcv_nxt + 1 + r % 600, len = 1 + (r >> 10) % 40;
+
+		switch ((r >> 20) % 8) {
+		case 0:	/* in order: tcp_ofo_queue() takes the head */
+			rcv_nxt += 1 + (r >> 24) % 100;
+			while ((skb = skb_rb_first(&tp->out_of_order_queue)) &&
+			       !after(TCP_SKB_CB(skb)->seq, rcv_nxt)) {
+				if (after(TCP_SKB_CB(skb)->end_seq, rcv_nxt))
+					rcv_nxt = TCP_SKB_CB(skb)->end_seq;
+				ofo_q_erase(&q, skb);
+			}
+			break;
+		case 1:	/* tcp_prune_ofo_queue(): from the tail */
+			if (q.n > 30)
+				ofo_q_erase(&q,
+					    skb_rb_last(&tp->out_of_order_queue));
+			break;
+		default:
+			ofo_q_add(&q, seq, seq + len);
+		}
+		KUNIT_ASSERT_EQ_MSG(test, tp->fl_ofo.rcv_bytes,
+				    tcp_fl_ofo_recount(tp), "step %d", i);
+	}
+	/* a few neighbours per change, never the queue */
+	KUNIT_EXPECT_LE(test, tp->fl_ofo.rcv_walk, 4000U * 3 * 3);
+	while ((skb = skb_rb_first(&tp->out_of_order_queue))) {
+		rb_erase(&skb->rbnode, &tp->out_of_order_queue);
+		kfree_skb(skb);
+	}
 }
 
 static int ofo_knob_write(u8 *knob, const char *v)
@@ -361,6 +495,7 @@ static struct kunit_case fastlane_ofo_cases[] = {
 	KUNIT_CASE(ofo_inflate_rwnd_clamp),
 	KUNIT_CASE(ofo_cwnd_extra),
 	KUNIT_CASE(ofo_receiver_sum),
+	KUNIT_CASE(ofo_receiver_kept_count),
 	KUNIT_CASE(ofo_static_key_counts),
 	{}
 };

@@ -743,7 +743,7 @@ class Blocked:
                 if p and not out and p["dport"] == self.conn.port and tcp_payload_len(p) > 0]
 
     def notify(self, raw, tsval=None, seq=None, sport=None, count=1, timeouts=None, to="h1",
-               strip=(), send=True, payload=None):
+               strip=(), send=True, payload=None, ack=None):
         """send host to the notification a switch would make of frame raw
         (with the options of kinds in strip left out: forged; payload: the
         length it stands for instead of raw's); send=False: only return the
@@ -766,6 +766,8 @@ class Blocked:
             ip[ihl + 4:ihl + 8] = struct.pack("!I", seq)
         if sport is not None:
             ip[ihl:ihl + 2] = struct.pack("!H", sport)
+        if ack is not None:
+            ip[ihl + 8:ihl + 12] = struct.pack("!I", ack)
         if timeouts is not None:
             o = bytes(ip[ihl + 20:ihl + doff])
             i = o.find(TIMEOUT_OPT)
@@ -974,6 +976,35 @@ def test_valid_notification_resends_those_bytes_at_once(blocked, v6):
         b.notify(raw1)
         d = delta(n1, wait_nstat(b.h1, n1, VERDICT_KEYS, 1, "h1 judged the old notification again"), FL_KEYS)
         assert d["TcpExtTCPFastLaneStale"] == 1 and d["TcpExtTCPFastLaneNotify"] == 0
+    finally:
+        b.release()
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_notification_with_a_foreign_ack_is_refused(blocked, v6):
+    """A notification quotes its segment's ACK field: h1's rcv_nxt when
+    it sent it, so within [rcv_nxt - window, rcv_nxt] now.  One whose ACK
+    lies beyond rcv_nxt (data h2 never sent) or far below it is forged:
+    refused and counted as out of window (TCPFastLaneBadSeq), whatever
+    its sequence and timestamp say.  The same notification with the ACK
+    as sent is taken."""
+    b = blocked.connect(v6)
+    try:
+        segs = b.send_and_capture(4 * 1448, 1.5)
+        assert len(segs) >= 2, "no data in flight"
+        _, p1, raw1 = segs[1]
+        ack = struct.unpack("!I", raw1[(34 if not v6 else 54) + 8:(34 if not v6 else 54) + 12])[0]
+        n0 = nstat(b.h1)
+        b.notify(raw1, ack=(ack + 1) & 0xffffffff)
+        b.notify(raw1, ack=(ack + 0x40000000) & 0xffffffff)
+        b.notify(raw1, ack=(ack - 0x40000000) & 0xffffffff)
+        n1 = wait_nstat(b.h1, n0, VERDICT_KEYS, 3, "h1 judged the 3 notifications with foreign ACKs")
+        d = delta(n0, n1, FL_KEYS)
+        print(f"foreign ACKs: {d}")
+        assert d["TcpExtTCPFastLaneNotify"] == 0 and d["TcpExtTCPFastLaneBadSeq"] == 3, d
+        b.notify(raw1)
+        d = delta(n1, wait_nstat(b.h1, n1, VERDICT_KEYS, 1, "h1 judged the genuine one"), FL_KEYS)
+        assert d["TcpExtTCPFastLaneNotify"] == 1, d
     finally:
         b.release()
 
@@ -1613,6 +1644,42 @@ def test_bound_sim_throttles_notified_retransmissions(blocked, v6):
         print(f"renotified {len(again)}: {d}, received {b.conn.received}")
         assert b.conn.received == 10 * 1448, "the throttled segments never went"
         assert d["TcpExtTCPTimeouts"] == 0, d
+    finally:
+        b.release()
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_duplicate_notification_is_taken_once(blocked, v6):
+    """A second notification of a transmission already notified (a copy,
+    or a replay) is stale: Algorithm 1's entry.retx, bound_sim's divisor,
+    counts each dropped transmission once.  A window of 10 notified at
+    once: bound_sim (10 / 2) resends 5 and holds the rest, which keep the
+    timestamps of the notified transmissions.  Their notifications again
+    are counted stale and not taken (before: each was taken again, retx
+    2 for those segments, and the rate budget paid twice)."""
+    b = blocked.connect(v6)
+    try:
+        segs = b.send_and_capture(10 * 1448, 1.5)
+        flight = latest(segs)
+        assert len(flight) >= 8, f"no window in flight: {len(flight)} segments"
+        n0 = nstat(b.h1)
+        t, got = b.watch(1.5)
+        t_nf = time.time()
+        b.send_frames([b.notify(raw, send=False) for _, _, raw in flight])
+        t.join()
+        wait_nstat(b.h1, n0, VERDICT_KEYS, len(flight), "h1 judged the window's notifications")
+        resent = {p["seq"] for ts, out, raw in got for p in [parse(raw)]
+                  if p and not out and p["dport"] == b.conn.port and ts >= t_nf
+                  and tcp_payload_len(p) > 0}
+        held = [raw for _, p, raw in flight if p["seq"] not in resent]
+        assert held, "bound_sim held no notified segment"
+        n1 = nstat(b.h1)
+        b.send_frames([b.notify(raw, send=False) for raw in held])
+        d = delta(n1, wait_nstat(b.h1, n1, VERDICT_KEYS, len(held), "h1 judged the duplicates"),
+                  FL_KEYS)
+        print(f"{len(held)} held segments notified again: {d}")
+        assert d["TcpExtTCPFastLaneNotify"] == 0, d
+        assert d["TcpExtTCPFastLaneStale"] == len(held), d
     finally:
         b.release()
 

@@ -9,6 +9,7 @@ packet: the SYN's offer, the SYN-ACK's answer, and every byte count
 against the SACK blocks of the same ACK (the receiver's out-of-order
 queue as it is then).  Counters come from the namespaces' /proc/net.
 """
+import ctypes
 import fcntl
 import json
 import select
@@ -687,11 +688,11 @@ def ofo_opt(val=None, length=8):
     return b
 
 
-def segment(src, dst, sport, dport, seq, ack, flags, win, opts, v6):
-    """a TCP segment (header and options) with its checksum"""
+def segment(src, dst, sport, dport, seq, ack, flags, win, opts, v6, payload=b""):
+    """a TCP segment (header, options and payload) with its checksum"""
     opts += b"\1" * (-len(opts) % 4)
-    hdr = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, (5 + len(opts) // 4) << 4,
-                      flags, win, 0, 0) + opts
+    hdr = struct.pack("!HHIIBBHHH", sport, dport, seq & 0xffffffff, ack, (5 + len(opts) // 4) << 4,
+                      flags, win, 0, 0) + opts + payload
     if v6:
         pseudo = (socket.inet_pton(socket.AF_INET6, src) + socket.inet_pton(socket.AF_INET6, dst)
                   + struct.pack("!I3xB", len(hdr), 6))
@@ -711,8 +712,8 @@ class Forger:
         self.s.bind((src, 0))
         self.src, self.v6 = src, v6
 
-    def send(self, dst, *args):
-        self.s.sendto(segment(self.src, dst, *args, v6=self.v6), (dst, 0))
+    def send(self, dst, *args, payload=b""):
+        self.s.sendto(segment(self.src, dst, *args, v6=self.v6, payload=payload), (dst, 0))
 
     def close(self):
         self.s.close()
@@ -728,9 +729,14 @@ def ss_ofo(lab, host, cport):
     return {k: int(v) for k, v in (kv.split(":") for kv in body.split(","))}
 
 
-def ofo_info(sock):
-    keys = ("flags", "infl", "infl_max", "extra", "rcv_ofo", "rcvd", "bad", "reordering")
-    return dict(zip(keys, struct.unpack("8I", sock.getsockopt(IPPROTO_TCP, TCP_FASTLANE_OFO_INFO, 32))))
+OFO_INFO_KEYS = ("flags", "infl", "infl_max", "extra", "rcv_ofo", "rcvd", "bad", "reordering",
+                 "rcv_walk", "rcv_ofo_full")
+
+
+def ofo_info(sock, n=8):
+    """TCP_FASTLANE_OFO_INFO, its first n fields"""
+    return dict(zip(OFO_INFO_KEYS, struct.unpack(f"{n}I", sock.getsockopt(IPPROTO_TCP, TCP_FASTLANE_OFO_INFO,
+                                                                           4 * n))))
 
 
 def ioctl_int(sock, req):
@@ -995,3 +1001,118 @@ def test_forged_value_on_syn(lab, v6):
     assert synack[40003]["perm"], "the offer alone is accepted"
     assert d["TcpExtTCPFastLaneOfoBadValue"] == 2
     assert d["TcpExtTCPFastLaneOfoNotNegotiated"] == 0
+
+
+GAPPED = 100    # 1-byte segments with a 1-byte gap before each
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["v4", "v6"])
+def test_receiver_count_is_incremental(lab, v6):
+    """h1 (negotiated) sends h2 GAPPED 1-byte segments, each after a
+    hole: h2 ACKs each one with the option, and the byte count it puts
+    there is kept as its out-of-order queue changes, not recounted from
+    the queue on every ACK (that was O(n) per ACK, O(n^2) in all: the
+    SegmentSmack pattern).  The count equals a full recount of the queue
+    after gapped inserts, a segment that fills holes and covers one
+    already held, a duplicate, and the in-order byte that moves part of
+    the queue to the receive queue; the queue skbs it looked at stay
+    within a few per change."""
+    configure(lab, ofo=(1, 1), ts=0)
+    path(lab, "delay 0ms")
+    fam = socket.AF_INET6 if v6 else socket.AF_INET
+    cap = Capture(lab.ns("h2"))
+    try:
+        with netns(lab.ns("h2")):
+            srv = socket.socket(fam, socket.SOCK_STREAM)
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # room for GAPPED small skbs in the out-of-order queue
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        srv.bind(("::" if v6 else "0.0.0.0", PORT))
+        srv.listen(1)
+        with netns(lab.ns("h1")):
+            cli = socket.socket(fam, socket.SOCK_STREAM)
+        cli.settimeout(10)
+        cli.connect((lab.ip("h2", v6), PORT))
+        conn, _ = srv.accept()
+        cli.sendall(b"a" * 1000)
+        got = 0
+        while got < 1000:
+            got += len(conn.recv(4096))
+        assert wait_for(lambda: ioctl_int(cli, SIOCOUTQ) == 0)
+    finally:
+        pkts = cap.done()
+    cport = cli.getsockname()[1]
+    data = [p for p in pkts if p["sport"] == cport and p["dport"] == PORT and p["payload"] > 0]
+    s0 = (data[-1]["seq"] + data[-1]["payload"]) & 0xffffffff   # h2's rcv_nxt
+    ack, win = data[-1]["ack"], data[-1]["win"]
+    f = Forger(lab.ns("h1"), lab.ip("h1", v6), v6)
+    dst = lab.ip("h2", v6)
+
+    def send(off, n):
+        f.send(dst, cport, PORT, s0 + off, ack, 0x18, win, b"", payload=b"x" * n)
+
+    def held(n):
+        ok = wait_for(lambda: ofo_info(conn, 10)["rcv_ofo"] == n, timeout=10)
+        i = ofo_info(conn, 10)
+        assert ok and i["rcv_ofo_full"] == n, (n, i)
+        return i
+
+    try:
+        w0 = ofo_info(conn, 10)["rcv_walk"]
+        for k in range(GAPPED):
+            send(2 + 2 * k, 1)
+        i = held(GAPPED)
+        assert i["flags"] & OFO_F_OK
+        walked = i["rcv_walk"] - w0
+        # a few neighbours per change; a recount per ACK is ~n^2/2
+        assert walked <= 8 * GAPPED, f"{walked} skbs looked at for {GAPPED} segments"
+        send(1, 3)          # fills s0+1 and s0+3, covers s0+2: +2
+        held(GAPPED + 2)
+        send(4, 1)          # a duplicate: nothing new
+        held(GAPPED + 2)
+        send(0, 1)          # in order: s0..s0+5 delivered, 4 bytes leave the queue
+        held(GAPPED - 2)
+        assert wait_for(lambda: conn.recv(64, socket.MSG_DONTWAIT | socket.MSG_PEEK) == b"xxxxx")
+    finally:
+        f.close()
+        path(lab)
+        for s in (cli, conn, srv):
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.close()
+
+
+def disconnect(sock):
+    """connect(AF_UNSPEC): the socket is closed and may connect again"""
+    libc = ctypes.CDLL(None, use_errno=True)
+    sa = struct.pack("H14x", socket.AF_UNSPEC)
+    assert libc.connect(sock.fileno(), sa, len(sa)) == 0, ctypes.get_errno()
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["v4", "v6"])
+def test_reconnected_socket_starts_clean(lab, v6):
+    """A socket disconnected (connect(AF_UNSPEC)) and connected again
+    carries nothing of its first connection's option state: inflation,
+    its maximum and the counts of byte counts taken and ignored start at
+    0, and the option is negotiated anew"""
+    configure(lab, ofo=(1, 1))
+    b = Blackholed(lab, v6)
+    conn2 = None
+    try:
+        assert b.negotiated
+        b.ack(ofo_opt(1000))
+        i = b.ack(ofo_opt(0xffffffff))
+        assert (i["rcvd"], i["bad"], i["infl"], i["infl_max"]) == (1, 1, 1000, 1000), i
+        b.restore()
+        disconnect(b.cli)
+        b.cli.connect((lab.ip("h2", v6), PORT))
+        conn2, _ = b.srv.accept()
+        i = ofo_info(b.cli)
+        assert i["flags"] & OFO_F_OK, i
+        assert (i["rcvd"], i["bad"], i["infl"], i["infl_max"]) == (0, 0, 0, 0), i
+        fo = ss_ofo(lab, "h1", b.cli.getsockname()[1])
+        assert fo and (fo["rcvd"], fo["bad"], fo["infl_max"]) == (0, 0, 0), fo
+    finally:
+        if conn2:
+            conn2.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            conn2.close()
+        b.close()
