@@ -366,8 +366,21 @@ cmd_build() {
 	cmd_config "$flavor"
 	log "building $flavor kernel (Linux $(kernel_version)) in $obj with -j$JOBS"
 	local t0=$SECONDS
-	kmake "$flavor" bzImage modules >"$obj/build.log" 2>&1 ||
-		{ grep -E 'error|Error' "$obj/build.log" | head -40 >&2; tail -20 "$obj/build.log" >&2; die "$flavor build failed (log: $obj/build.log)"; }
+	# a line a minute while make runs: a fresh machine's first build
+	# takes 10-30 minutes with nothing else on the terminal
+	(
+		while sleep 60 >/dev/null 2>&1; do
+			log "building $flavor kernel: $(grep -cE '^  (CC|LD|AR) ' "$obj/build.log" 2>/dev/null || true) steps done, $((SECONDS - t0)) s"
+		done
+	) </dev/null &
+	local hb=$!
+	if ! kmake "$flavor" bzImage modules >"$obj/build.log" 2>&1; then
+		kill "$hb" 2>/dev/null || true
+		grep -E 'error|Error' "$obj/build.log" | head -40 >&2
+		tail -20 "$obj/build.log" >&2
+		die "$flavor build failed (log: $obj/build.log)"
+	fi
+	kill "$hb" 2>/dev/null || true
 	grep -E ': warning:' "$obj/build.log" | grep -E 'net/(ipv4|ipv6|sched|openvswitch|core)' >&2 || true
 	log "built $(cat "$obj/include/config/kernel.release") in $((SECONDS - t0)) s: $obj/arch/x86/boot/bzImage"
 }
