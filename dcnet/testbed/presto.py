@@ -93,6 +93,15 @@ def ovs_programs(root=None):
     return out
 
 
+def have_ovs():
+    """whether the patched Open vSwitch is installed (make ovs)"""
+    try:
+        ovs_programs()
+        return True
+    except FileNotFoundError:
+        return False
+
+
 def group_spec(dst_index, buckets, method="flowcell", flowcell_bytes=FLOWCELL_BYTES):
     """one ovs-ofctl group line: buckets [(tree, weight)] towards host
     dst_index.  method "flowcell" (Presto) or "hash" (per-flow dp_hash)."""

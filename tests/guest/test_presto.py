@@ -29,15 +29,7 @@ PORT = 7100
 MB = 1 << 20
 
 
-def have_ovs():
-    try:
-        presto.ovs_programs()
-        return True
-    except FileNotFoundError:
-        return False
-
-
-pytestmark = pytest.mark.skipif(not have_ovs() and not config.get("DCNET_REQUIRE_OVS"),
+pytestmark = pytest.mark.skipif(not presto.have_ovs() and not config.get("DCNET_REQUIRE_OVS"),
                                 reason="the patched Open vSwitch is not built (make ovs)")
 
 

@@ -20,15 +20,7 @@ from dcnet.testbed import presto
 from dcnet.testbed.ns import ns_exec
 
 
-def have_ovs():
-    try:
-        presto.ovs_programs()
-        return True
-    except FileNotFoundError:
-        return False
-
-
-pytestmark = pytest.mark.skipif(not have_ovs() and not config.get("DCNET_REQUIRE_OVS"),
+pytestmark = pytest.mark.skipif(not presto.have_ovs() and not config.get("DCNET_REQUIRE_OVS"),
                                 reason="the patched Open vSwitch is not built (make ovs)")
 
 KEYS = {"flowcell-limit": "1000", "flowcell-idle-msecs": "20000",
