@@ -204,6 +204,8 @@ SETTINGS = [
       "physical", read_by=("testbed/physical/selftest.sh",)),
     S("DCNET_PHYS_PLOTS", "bool", None, "the self-test report's plots (default: off in "
       "virtme-ng)", "physical", read_by=("testbed/physical/selftest.sh",)),
+    S("DCNET_PHYS_PRESTO_GRO", "bool", None, "the self-test's presto role (default: on when "
+      "the kernel has the presto-gro family)", "physical", read_by=("testbed/physical/selftest.sh",)),
     S("DCNET_VMC_OUT", "path", None, "the VM cluster's directory (default: $RESULTS/vmcluster)",
       "physical", read_by=("testbed/physical/vmcluster.sh",)),
     S("DCNET_VMC_HOSTS", "int", 2, "machines of the VM cluster", "physical", lo=1,

@@ -6,7 +6,8 @@ The kernel's own client does the same from the family's spec:
     tools/net/ynl/cli.py --spec Documentation/netlink/specs/presto-gro.yaml \\
         --do dev-get --json '{"ifindex": 2}'
 
-Command line (`python -m dcnet presto-gro`):
+Command line (`python -m dcnet presto-gro`; on a host with the dcnet-tools
+package, `dcnet-presto-gro`):
 
     presto-gro [show [DEV]]              every device's state (or DEV's), JSON
     presto-gro set DEV KEY VALUE ...     enabled, alpha, beta, timeout_min_us,
@@ -84,8 +85,13 @@ class PrestoGro:
         for opt in (NETLINK_CAP_ACK, NETLINK_EXT_ACK):
             self.sk.setsockopt(SOL_NETLINK, opt, 1)
         self.seq = 0
-        reply = self._request(GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 0,
-                              _attr(CTRL_ATTR_FAMILY_NAME, FAMILY.encode() + b"\0"))
+        try:
+            reply = self._request(GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 0,
+                                  _attr(CTRL_ATTR_FAMILY_NAME, FAMILY.encode() + b"\0"))
+        except OSError as e:
+            if e.errno != errno.ENOENT:
+                raise
+            reply = None
         if not reply:
             raise NetlinkError(errno.ENOENT, f"no generic netlink family {FAMILY!r} "
                                "(a kernel without CONFIG_NET_PRESTO_GRO)")
@@ -201,4 +207,4 @@ def main(argv=None, prog="presto-gro"):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(prog=os.path.basename(sys.argv[0])))

@@ -254,6 +254,9 @@ cmd_tools() {
 	rm -rf "$WORK/tools"
 	mkdir -p "$w/DEBIAN" "$w/usr/bin" "$w/usr/share/doc/dcnet-tools"
 	install -m 0755 -s "$ROOT/testbed/tools/dltraffic" "$w/usr/bin/dltraffic"
+	# Presto GRO's netlink client (standard library only), as a command
+	sed '1s|^|#!/usr/bin/python3\n|' "$ROOT/dcnet/prestogro.py" >"$w/usr/bin/dcnet-presto-gro"
+	chmod 0755 "$w/usr/bin/dcnet-presto-gro"
 	cp "$ROOT/LICENSE" "$w/usr/share/doc/dcnet-tools/copyright" 2>/dev/null ||
 		echo "GPL-2.0 (testbed/tools/dltraffic.c)" >"$w/usr/share/doc/dcnet-tools/copyright"
 	local deps
@@ -263,13 +266,15 @@ cmd_tools() {
 	Version: $version
 	Architecture: $(dpkg --print-architecture)
 	Maintainer: $MAINT
-	Depends: ${deps:-libc6}
+	Depends: ${deps:-libc6}, python3
 	Section: net
 	Priority: optional
 	Description: dcnet testbed tools
 	 dltraffic: the sized-flow traffic generator of the dcnet testbed
 	 (servers, per-sender flow schedules, TCP_DEADLINE for D2TCP, per-flow
 	 completion times as JSON).
+	 dcnet-presto-gro: Presto GRO's settings and counters over the kernel's
+	 presto-gro generic netlink family.
 	EOF
 	rm -rf "$OUT/tools"
 	mkdir -p "$OUT/tools"

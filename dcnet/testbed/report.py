@@ -613,6 +613,17 @@ def markdown(res, pngs, out):
             L.append(f"| {h} | {(hi[h] or {}).get('kernel') or '-'} | "
                      + " | ".join(pk.get(n, "-") for n in names) + " |")
         L.append("")
+    pg = {h: (hi[h] or {}).get("presto_gro") for h in sorted(hi) if (hi[h] or {}).get("presto_gro")}
+    if pg:
+        keys = ["held", "pushed_inorder", "pushed_timeout", "pushed_loss", "reorder_events", "untagged",
+                "restarts"]
+        L += ["## Presto GRO (receive side, counters over the run)", "",
+              "| host | device | enabled | " + " | ".join(keys) + " |", "|" + "---|" * (3 + len(keys))]
+        for h, r in pg.items():
+            c = r.get("counters") or {}
+            L.append(f"| {h} | {r.get('dev') or '-'} | {(r.get('settings') or {}).get('enabled', '-')} | "
+                     + " | ".join(str(c.get(k, "-")) for k in keys) + " |")
+        L.append("")
     topo = (m.get("experiment") or {}).get("topology")
     if topo:
         L.append(f"Topology: {json.dumps(topo)}.")

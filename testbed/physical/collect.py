@@ -16,6 +16,8 @@ A RUN_DIR is what site.yml's gather play leaves on the controller,
     <host>/cpu-before.txt, cpu-after.txt   first line of /proc/stat
     <host>/tc-{qdisc,class}-{before,after}.json   tc -s -j ... show dev DEV
     <host>/uname.txt, started.txt, sysctl.txt
+    <host>/presto-gro-{config,before,after}.json   `dcnet-presto-gro show DEV`
+                               where the presto role ran (meta.host_info.HOST.presto_gro)
 
 Each RUN_DIR becomes one entry of "runs" (the first one gives "meta"), so
 several runs (e.g. ecmp and mptcp) can be compared in one report.  The
@@ -220,6 +222,27 @@ def unpack(run_dir):
         os.unlink(os.path.join(run_dir, name))
 
 
+# Presto GRO's counters (dcnet/prestogro.py STATS) that count events; the
+# others (ewma_us, flows, held_bytes) are levels, reported as after
+PRESTO_GRO_LEVELS = ("ewma_us", "flows", "held_bytes")
+
+
+def presto_gro_record(config, before, after):
+    """a host's Presto GRO (presto-gro-{config,before,after}.json, the
+    output of `dcnet-presto-gro show DEV`): its settings, and its counters
+    over the run (after - before; levels as after).  None when the presto
+    role did not run on the host."""
+    if not isinstance(config, dict) and not isinstance(after, dict):
+        return None
+    cfg = config if isinstance(config, dict) else after
+    rec = {"dev": cfg.get("ifname"),
+           "settings": {k: v for k, v in cfg.items() if k not in ("stats", "ifindex", "ifname")}}
+    a = (after or {}).get("stats") or {}
+    b = (before or {}).get("stats") or {}
+    rec["counters"] = {k: (v if k in PRESTO_GRO_LEVELS else v - b.get(k, 0)) for k, v in a.items()} or None
+    return rec
+
+
 def collect_run(run_dir):
     unpack(run_dir)
     exp = load_json(os.path.join(run_dir, "experiment.json"))
@@ -250,6 +273,11 @@ def collect_run(run_dir):
                    "started": read_text(os.path.join(hd, "started.txt")) or None,
                    "sysctl": parse_sysctl(read_text(os.path.join(hd, "sysctl.txt"))),
                    "packages": parse_packages(read_text(os.path.join(hd, "packages.txt")))}
+        pg = presto_gro_record(load_json(os.path.join(hd, "presto-gro-config.json")),
+                               load_json(os.path.join(hd, "presto-gro-before.json")),
+                               load_json(os.path.join(hd, "presto-gro-after.json")))
+        if pg:
+            info[h]["presto_gro"] = pg
     try:
         duration = float(exp.get("duration_s"))
     except (TypeError, ValueError):

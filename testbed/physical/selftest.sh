@@ -25,7 +25,10 @@
 # needs a kernel with MPTCP and mptcpize), DCNET_PHYS_KERNEL_CHECK=1 (first run the kernel role in --check mode with
 # a stand-in package named after the running kernel: its tasks over ssh,
 # without installing or rebooting), DCNET_PHYS_PLOTS=0/1 (report.py's
-# plots; default off in the virtme-ng guest, where they take minutes).
+# plots; default off in the virtme-ng guest, where they take minutes),
+# DCNET_PHYS_PRESTO_GRO=0/1 (the presto role: Presto GRO on each
+# namespace's eth0 with dcnet/prestogro.py, its counters in raw.json;
+# default on when the kernel has the presto-gro netlink family).
 # Works on a normal root filesystem and in the project's virtme-ng guest
 # (read-only root; writable /etc, /var, /tmp, /run): everything written goes
 # to a temporary directory under /tmp and to the results directory.
@@ -35,6 +38,7 @@ N=${DCNET_PHYS_HOSTS:-3}
 DURATION=${DCNET_PHYS_DURATION:-3}
 MODE=${DCNET_PHYS_MODE:-tcp}
 MICE=${DCNET_PHYS_MICE:-2}
+PRESTO_GRO=${DCNET_PHYS_PRESTO_GRO:-}
 case $MODE in tcp|mptcp) ;; *) echo "selftest: DCNET_PHYS_MODE is tcp or mptcp" >&2; exit 2 ;; esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -62,6 +66,11 @@ for i in $(seq 1 "$N"); do
 done
 ! ip link show "$BR" >/dev/null 2>&1 || die "$BR exists (left by an earlier run? ip link del $BR)"
 [ -z "$(ip -4 route show $NET.0/24)" ] || die "$NET.0/24 is already routed here"
+
+if [ -z "$PRESTO_GRO" ]; then
+	if "$VENV/bin/python" "$ROOT/dcnet/prestogro.py" show >/dev/null 2>&1; then PRESTO_GRO=1; else PRESTO_GRO=0; fi
+fi
+case $PRESTO_GRO in 0|1) ;; *) die "DCNET_PHYS_PRESTO_GRO is 0 or 1" ;; esac
 
 T=$(mktemp -d /tmp/dcnet-physical.XXXXXX)
 SSHD_PIDS=
@@ -244,6 +253,9 @@ dcnet_qdisc:
   - "qdisc add dev {{ dcnet_dev }} root handle 1: htb default 10"
   - "class add dev {{ dcnet_dev }} parent 1: classid 1:10 htb rate 1gbit"
 dcnet_ovs: false
+dcnet_presto_gro: $( [ "$PRESTO_GRO" = 1 ] && echo true || echo false )
+dcnet_presto_gro_cmd: $VENV/bin/python $ROOT/dcnet/prestogro.py
+dcnet_presto_gro_settings: {timeout_max_us: 2000}
 dcnet_async_margin: 300
 dcnet_poll: 3
 dcnet_report_args: "$REPORT_ARGS"
@@ -301,10 +313,11 @@ if [ "$MODE" = mptcp ]; then
 			grep -c "from 10.78.0.$i ipproto tcp dport 20000-65534 unreachable")"
 	done
 fi
-"$VENV/bin/python" - "$OUT/selftest" "$N" "$rc" "$((T2 - T0))" "$ROOT" "$MODE" "$MPTCP_MIB" <<'EOF' || exit 1
+"$VENV/bin/python" - "$OUT/selftest" "$N" "$rc" "$((T2 - T0))" "$ROOT" "$MODE" "$MPTCP_MIB" "$PRESTO_GRO" <<'EOF' || exit 1
 import json, os, sys
 run_dir, n, rc, secs, root = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
 mode, mib = sys.argv[6], dict(x.split("=") for x in sys.argv[7].split())
+presto_gro = sys.argv[8] == "1"
 raw = json.load(open(os.path.join(run_dir, "raw.json")))
 want = json.load(open(os.path.join(run_dir, "flows.json")))
 bad = []
@@ -352,6 +365,21 @@ for h in hosts:
             bad.append(f"{h}: accepted no MPTCP connection (MPCapableSYNRX {capable})")
         if rule != 1:
             bad.append(f"{h}: {rule} rules making its endpoint's server-side joins unreachable, not 1")
+# the presto role: Presto GRO on with the asked-for setting, and the data
+# went through it (no OVS here, so every data segment is "untagged")
+pg_segs = {}
+for h in hosts:
+    pg = meta["host_info"].get(h, {}).get("presto_gro")
+    if not presto_gro:
+        if pg:
+            bad.append(f"{h}: presto_gro {pg} with the presto role off")
+        continue
+    st, c = (pg or {}).get("settings") or {}, (pg or {}).get("counters") or {}
+    if st.get("enabled") != 1 or st.get("timeout_max_us") != 2000:
+        bad.append(f"{h}: Presto GRO settings {st}")
+    pg_segs[h] = c.get("untagged", 0) + c.get("pushed_inorder", 0)
+    if pg_segs[h] <= 0:
+        bad.append(f"{h}: no segment through Presto GRO ({c})")
 if meta.get("kernel") != os.uname().release:
     bad.append(f"kernel {meta.get('kernel')} != {os.uname().release}")
 tputs = [f["tput_bps"] / 1e6 for f in flows if f["id"] not in sized] or [0]
@@ -369,6 +397,7 @@ print(f"selftest: PASS: {n} hosts over ssh, {mode}, {len(flows)} flows, "
       f"{min(tputs):.0f}-{max(tputs):.0f} Mbit/s per elephant, "
       + (f"{len(fcts)} mice, FCT {fcts[0]:.1f}-{fcts[-1]:.1f} ms, " if fcts else "")
       + f"htb on {len(ports)} ports, "
+      + (f"Presto GRO segments {' '.join(f'{h}={v}' for h, v in pg_segs.items())}, " if presto_gro else "")
       f"kernel {meta['kernel']}, {note}, "
       + (f"MPTCP accepted,joined,rule {' '.join(f'{h}={v}' for h, v in mib.items())}, " if mode == "mptcp" else "")
       + f"{secs} s; raw.json: {os.path.join(run_dir, 'raw.json')}")

@@ -234,11 +234,12 @@ def test_physical_sized_flows(tmp_path):
                              undefined=jinja2.StrictUndefined)
     env.filters["quote"] = lambda s: "'" + str(s).replace("'", "'\"'\"'") + "'"
     env.filters["combine"] = lambda a, b: {**a, **b}
+    env.filters["bool"] = bool
     common = dict(dcnet_sysctl_all={"net.ipv4.tcp_ecn": 1}, dcnet_rundir_remote="/tmp/x", dcnet_piddir_remote="/tmp/p", dcnet_mode="tcp",
                   dcnet_sized_port=5200, dcnet_dltraffic_remote="/tmp/b/dltraffic", dcnet_tc="tc",
                   dcnet_dev="eth0", dcnet_sysctl={"net.ipv4.tcp_ecn": 1}, dcnet_sysctl_extra={},
                   dcnet_iperf3_interval=1, dcnet_iperf3_args="", dcnet_run_len=3,
-                  inventory_hostname="h1",
+                  dcnet_presto_gro=False, inventory_hostname="h1",
                   hostvars={h: {"dcnet_ip": f"10.9.0.{i}"} for i, h in enumerate(hosts, 1)})
     tx = [f for f in flows if f["src"] == "h1"]
     cl = env.get_template("clients.sh.j2").render(tx=tx, **common)
@@ -419,3 +420,69 @@ def test_physical_report_names_each_hosts_kernel_and_packages(tmp_path):
     assert lines[i + 4] == ("| h1 | 6.12.118-dcnet | 6.1.0-3+dcnet1 | 6.12.118-1~deb12u1+dcnet1 | "
                             "3.1.0-2+deb12u1+dcnet1 |")
     assert lines[i + 5] == "| h2 | 6.1.0-50-cloud-amd64 | 6.1.0-3 | - | - |"
+
+
+def test_physical_presto_gro(tmp_path):
+    """the presto role's counters: with dcnet_presto_gro the clients
+    template records `dcnet-presto-gro show DEV` before and after the
+    traffic (only then); collect.py turns the three files into the host's
+    settings and counters over the run; the report has a Presto GRO table;
+    the role is wired into site.yml under its tag"""
+    import subprocess
+    import jinja2
+    import yaml
+    collect = physical_collect()
+    tdir = os.path.join(ROOT, "testbed", "physical", "roles", "workload", "templates")
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(tdir), trim_blocks=True,
+                             undefined=jinja2.StrictUndefined)
+    env.filters["quote"] = lambda s: "'" + str(s).replace("'", "'\"'\"'") + "'"
+    env.filters["combine"] = lambda a, b: {**a, **b}
+    env.filters["bool"] = bool
+    common = dict(dcnet_sysctl_all={}, dcnet_sysctl={}, dcnet_sysctl_extra={},
+                  dcnet_rundir_remote="/tmp/x", dcnet_mode="tcp",
+                  dcnet_sized_port=5200, dcnet_dltraffic_remote="/tmp/b/dltraffic", dcnet_tc="tc",
+                  dcnet_dev="eth0", dcnet_iperf3_interval=1, dcnet_iperf3_args="", dcnet_run_len=3,
+                  inventory_hostname="h1", hostvars={}, tx=[],
+                  dcnet_presto_gro_cmd="dcnet-presto-gro", dcnet_presto_gro_dev="eth1")
+    off = env.get_template("clients.sh.j2").render(dcnet_presto_gro=False, **common)
+    assert "presto-gro" not in off
+    on = env.get_template("clients.sh.j2").render(dcnet_presto_gro=True, **common)
+    assert subprocess.run(["sh", "-n"], input=on, text=True).returncode == 0
+    assert "dcnet-presto-gro show 'eth1' > \"$d/presto-gro-before.json\"" in on
+    assert "dcnet-presto-gro show 'eth1' > \"$d/presto-gro-after.json\"" in on
+    assert on.index("presto-gro-before") < on.index("sleep 3") < on.index("presto-gro-after")
+
+    state = {"ifindex": 3, "ifname": "eth1", "enabled": 1, "timeout_max_us": 2000,
+             "stats": {"held": 10, "pushed_inorder": 100, "reorder_events": 4, "flows": 2, "ewma_us": 30}}
+    later = {**state, "stats": {"held": 25, "pushed_inorder": 160, "reorder_events": 9, "flows": 1, "ewma_us": 41}}
+    rec = collect.presto_gro_record(state, state, later)
+    assert rec == {"dev": "eth1", "settings": {"enabled": 1, "timeout_max_us": 2000},
+                   "counters": {"held": 15, "pushed_inorder": 60, "reorder_events": 5, "flows": 1, "ewma_us": 41}}
+    assert collect.presto_gro_record(None, None, None) is None
+    hd = tmp_path / "run" / "h1"
+    hd.mkdir(parents=True)
+    for name, obj in (("config", state), ("before", state), ("after", later)):
+        (hd / f"presto-gro-{name}.json").write_text(json.dumps(obj))
+    (tmp_path / "run" / "experiment.json").write_text(json.dumps({"hosts": ["h1"], "duration_s": 1}))
+    (tmp_path / "run" / "flows.json").write_text("[]")
+    _exp, _hosts, info, _run = collect.collect_run(str(tmp_path / "run"))
+    assert info["h1"]["presto_gro"] == rec
+
+    res = {"meta": {"platform": "physical", "kernel": "6.12.118-dcnet",
+                    "host_info": {"h1": {"kernel": "k", "presto_gro": rec}, "h2": {"kernel": "k"}}},
+           "runs": []}
+    report.markdown(res, [], str(tmp_path))
+    lines = (tmp_path / "report.md").read_text().split("\n")
+    i = lines.index("## Presto GRO (receive side, counters over the run)")
+    assert lines[i + 4] == "| h1 | eth1 | 1 | 15 | 60 | - | - | 5 | - | - |"
+    assert not lines[i + 5].startswith("| h2")
+
+    phys = os.path.join(ROOT, "testbed", "physical")
+    site = yaml.safe_load(open(os.path.join(phys, "site.yml")))
+    play = [p for p in site if "presto" in p.get("tags", [])]
+    assert len(play) == 1 and play[0]["roles"][0]["role"] == "presto"
+    assert [p.get("tags") for p in site].index(["presto"]) < [p.get("tags") for p in site].index(["workload"])
+    tasks = yaml.safe_load(open(os.path.join(phys, "roles", "presto", "tasks", "main.yml")))
+    assert "enabled 1" in tasks[0]["ansible.builtin.raw"]
+    defaults = yaml.safe_load(open(os.path.join(phys, "group_vars", "all.yml")))
+    assert defaults["dcnet_presto_gro"] is False and defaults["dcnet_presto_gro_cmd"] == "dcnet-presto-gro"
