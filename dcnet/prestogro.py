@@ -44,7 +44,7 @@ SETTINGS = [("enabled", 2, "B"), ("alpha", 3, "I"), ("beta", 4, "I"), ("timeout_
 A_STATS = 9
 STATS = ["held", "pushed_inorder", "pushed_timeout", "pushed_loss", "pushed_old", "pushed_evicted",
          "reorder_events", "late_fills", "untagged", "restarts", "expired", "ewma_us", "flows",
-         "held_bytes"]
+         "held_bytes", "dropped"]
 
 
 class NetlinkError(OSError):

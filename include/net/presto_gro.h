@@ -10,7 +10,8 @@
  * bits of the ID, big endian.  Stock GRO compares the whole Ethernet
  * header, so merged segments leave it per flowcell; napi_gro_complete()
  * and the GRO_NORMAL paths hand them to presto_gro_receive(), which keeps
- * a per-flow sorted list and pushes segments up by Algorithm 1.
+ * a per-flow sorted list per NAPI instance and pushes segments up by
+ * Algorithm 1, from that NAPI's poll only.
  */
 #ifndef _NET_PRESTO_GRO_H
 #define _NET_PRESTO_GRO_H
@@ -30,7 +31,7 @@ struct presto_gro_params {
 	u32 timeout_min_us;	/* clamps of alpha * EWMA */
 	u32 timeout_max_us;
 	u32 max_segs;		/* held skbs per flow before forced push */
-	u32 max_bytes;		/* held skb->truesize per device, in bytes */
+	u32 max_bytes;		/* held skb->truesize per NAPI, in bytes */
 };
 
 #define PRESTO_GRO_ALPHA_DEFAULT	2
@@ -63,19 +64,22 @@ static inline struct presto_gro_seg *presto_gro_seg(struct sk_buff *skb)
 	return (struct presto_gro_seg *)skb->cb;
 }
 
-/* Counters (per device) */
+/* Counters (per NAPI; reported summed per device) */
 struct presto_gro_stats {
 	u64 held;		/* segments that had to wait (counted once) */
 	u64 pushed_inorder;	/* same or next flowcell, in sequence */
 	u64 pushed_timeout;	/* gap at a flowcell boundary timed out */
 	u64 pushed_loss;	/* gap inside a flowcell: pushed at once */
 	u64 pushed_old;		/* older flowcell (late or retransmitted) */
-	u64 pushed_evicted;	/* flow or list limit, device down, disable */
+	u64 pushed_evicted;	/* flow or NAPI limit, SYN, RST or URG */
 	u64 reorder_events;	/* boundary gaps filled without loss */
 	u64 late_fills;		/* of those, filled after their hold timed out */
 	u64 untagged;		/* data segments without a flowcell stamp */
 	u64 restarts;		/* new data under an older ID: IDs restarted */
 	u64 expired;		/* flows idle so long their ID was forgotten */
+	u64 dropped;		/* held when the NAPI, the device or the
+				 * feature went away: freed
+				 */
 };
 
 /* Per-flow state of Algorithm 1 */
@@ -135,7 +139,8 @@ bool presto_gro_parse(const struct sk_buff *skb, struct presto_gro_key *k,
 void presto_gro_flow_insert(struct presto_gro_flow *f, struct sk_buff *skb);
 u64 presto_gro_flow_flush(struct presto_gro_flow *f, u64 *ewma_ns,
 			  const struct presto_gro_params *p, u64 now,
-			  struct list_head *out, struct presto_gro_stats *st);
+			  struct list_head *out, struct presto_gro_stats *st,
+			  unsigned int *budget);
 void presto_gro_flow_drain(struct presto_gro_flow *f, struct list_head *out,
 			   struct presto_gro_stats *st);
 
@@ -143,6 +148,8 @@ void presto_gro_flow_drain(struct presto_gro_flow *f, struct list_head *out,
 DECLARE_STATIC_KEY_FALSE(presto_gro_active);
 bool presto_gro_receive(struct napi_struct *napi, struct sk_buff *skb,
 			int segs);
+void presto_gro_napi_poll(struct napi_struct *napi);
+void presto_gro_napi_del(struct napi_struct *napi);
 
 static inline bool presto_gro_hook(struct napi_struct *napi,
 				   struct sk_buff *skb, int segs)
@@ -151,11 +158,33 @@ static inline bool presto_gro_hook(struct napi_struct *napi,
 		return presto_gro_receive(napi, skb, segs);
 	return false;
 }
+
+/* A NAPI poll ends: holds that ended go up with its GRO_NORMAL list */
+static inline void presto_gro_poll_hook(struct napi_struct *napi)
+{
+	if (static_branch_unlikely(&presto_gro_active))
+		presto_gro_napi_poll(napi);
+}
+
+/* A NAPI goes away: what it holds is dropped */
+static inline void presto_gro_napi_del_hook(struct napi_struct *napi)
+{
+	if (static_branch_unlikely(&presto_gro_active))
+		presto_gro_napi_del(napi);
+}
 #else
 static inline bool presto_gro_hook(struct napi_struct *napi,
 				   struct sk_buff *skb, int segs)
 {
 	return false;
+}
+
+static inline void presto_gro_poll_hook(struct napi_struct *napi)
+{
+}
+
+static inline void presto_gro_napi_del_hook(struct napi_struct *napi)
+{
 }
 #endif
 

@@ -11,8 +11,9 @@
  * them on napi->rx_list.  Each flow (4-tuple, MACs ignored) keeps its
  * segments sorted by sequence number; Algorithm 1 then pushes up what is
  * in order, what is a loss inside a flowcell, and what waited longer than
- * alpha * EWMA of past reordering durations at a flowcell boundary.  A
- * per-device hrtimer releases held segments when no packet arrives.
+ * alpha * EWMA of past reordering durations at a flowcell boundary.  The
+ * state is per NAPI instance and touched only from its poll; a per-NAPI
+ * hrtimer reschedules the NAPI when a hold ends and no packet arrives.
  *
  * A device's settings and counters are read and written over the generic
  * netlink family "presto-gro" (uapi/linux/presto_gro.h).
@@ -259,11 +260,14 @@ static u64 presto_gro_first_arrival(struct presto_gro_flow *f,
  * Algorithm 1 over one flow's sorted list: move what may go up to @out,
  * in order.  Once a segment is held, everything after it waits too, so
  * that what goes up is in sequence order.  Returns when the hold may end
- * (0: nothing held).
+ * (0: nothing held).  With @budget, at most *@budget segments move (the
+ * budget is decremented); when it runs out with segments left, it returns
+ * @now: call again.
  */
 u64 presto_gro_flow_flush(struct presto_gro_flow *f, u64 *ewma_ns,
 			  const struct presto_gro_params *p, u64 now,
-			  struct list_head *out, struct presto_gro_stats *st)
+			  struct list_head *out, struct presto_gro_stats *st,
+			  unsigned int *budget)
 {
 	struct sk_buff *skb, *tmp;
 
@@ -273,6 +277,9 @@ u64 presto_gro_flow_flush(struct presto_gro_flow *f, u64 *ewma_ns,
 		u64 run_last = s->arrival_ns;
 		u64 first = s->arrival_ns;
 
+		/* budget spent: the rest is decided by the next flush */
+		if (budget && !*budget)
+			return now;
 		presto_gro_rebase(f, s, st);
 		if (f->valid && s->fcid != f->last_fc &&
 		    presto_gro_fc_after(s->fcid, f->last_fc)) {
@@ -337,12 +344,14 @@ u64 presto_gro_flow_flush(struct presto_gro_flow *f, u64 *ewma_ns,
 		list_move_tail(&skb->list, out);
 		f->nsegs--;
 		f->bytes -= skb->truesize;
+		if (budget)
+			(*budget)--;
 	}
 	return 0;
 }
 EXPORT_SYMBOL_GPL(presto_gro_flow_flush);
 
-/* Everything of the flow goes up, in order (limits, device down, off) */
+/* Everything of the flow goes up, in order (limits, SYN, RST, URG) */
 void presto_gro_flow_drain(struct presto_gro_flow *f, struct list_head *out,
 			   struct presto_gro_stats *st)
 {
@@ -365,7 +374,20 @@ void presto_gro_flow_drain(struct presto_gro_flow *f, struct list_head *out,
 EXPORT_SYMBOL_GPL(presto_gro_flow_drain);
 
 /* ---------------------------------------------------------------------
- * Per-device state, the hook, the timer
+ * Per-NAPI state, the hooks, the timer
+ *
+ * The settings are per device (struct presto_gro_dev); the flows, what
+ * they hold, the EWMA and the counters are per NAPI instance (struct
+ * presto_gro_napi), created by the NAPI's first segment after Presto GRO
+ * is enabled and touched on the receive path only from that NAPI's poll,
+ * so that path takes no lock.  Held segments go up only from the NAPI's
+ * poll too: when a packet arrives, or when the hold timer, which only
+ * schedules the NAPI (as napi_watchdog() does for gro_flush_timeout),
+ * has fired and the poll ends (presto_gro_napi_poll()).  Every flush
+ * moves at most PRESTO_GRO_FLUSH_BUDGET segments.  A NAPI's state is
+ * dropped with the NAPI (__netif_napi_del()), when the device goes down
+ * or away and when Presto GRO is turned off: what it held is freed
+ * (counted in dropped), never delivered from outside NAPI.
  */
 
 #define PRESTO_GRO_FLOW_BITS	8
@@ -374,6 +396,8 @@ EXPORT_SYMBOL_GPL(presto_gro_flow_drain);
 /* The sender forgets a flow idle this long and restarts its IDs at 0 */
 #define PRESTO_GRO_FORGET_NS	((u64)OVS_FLOWCELL_IDLE_MSECS_DEFAULT * \
 				 NSEC_PER_MSEC)
+/* Segments one flush (a packet's, or a poll's after a timeout) moves up */
+#define PRESTO_GRO_FLUSH_BUDGET	64
 
 struct presto_gro_fentry {
 	struct hlist_node node;
@@ -382,19 +406,32 @@ struct presto_gro_fentry {
 	struct presto_gro_flow flow;
 };
 
+struct presto_gro_dev;
+
+struct presto_gro_napi {
+	struct hlist_node node;		/* presto_gro_dev.napis, by napi */
+	struct list_head gone;		/* on the way out (presto_gro_release) */
+	struct napi_struct *napi;
+	/* NAPI context only, below */
+	u64 ewma_ns;
+	u64 next_ns;			/* earliest end of a hold, or U64_MAX */
+	u32 nflows;
+	u32 held_bytes;			/* sum of the flows' bytes */
+	struct presto_gro_stats st;
+	struct u64_stats_sync syncp;	/* st, for the netlink reader */
+	struct hrtimer timer;		/* schedules the NAPI at next_ns */
+	DECLARE_HASHTABLE(flows, PRESTO_GRO_FLOW_BITS);
+	struct rcu_head rcu;
+};
+
 struct presto_gro_dev {
 	struct hlist_node node;		/* presto_gro_devs, by dev */
 	struct net_device *dev;
-	spinlock_t lock;		/* everything below */
+	spinlock_t lock;		/* napis, enabled, p, retired */
 	bool enabled;
 	struct presto_gro_params p;
-	u64 ewma_ns;
-	struct presto_gro_stats st;
-	struct hrtimer timer;
-	u64 armed_ns;
-	u32 nflows;
-	u32 held_bytes;			/* sum of the flows' bytes */
-	DECLARE_HASHTABLE(flows, PRESTO_GRO_FLOW_BITS);
+	struct presto_gro_stats retired; /* of NAPI states freed */
+	DECLARE_HASHTABLE(napis, 4);
 	struct rcu_head rcu;
 };
 
@@ -402,7 +439,8 @@ DEFINE_STATIC_KEY_FALSE(presto_gro_active);
 EXPORT_SYMBOL_GPL(presto_gro_active);
 
 static DEFINE_HASHTABLE(presto_gro_devs, 6);
-static DEFINE_MUTEX(presto_gro_mutex);	/* updates of presto_gro_devs */
+/* updates of presto_gro_devs; teardown of NAPI states */
+static DEFINE_MUTEX(presto_gro_mutex);
 
 static struct presto_gro_dev *presto_gro_dev_rcu(const struct net_device *dev)
 {
@@ -411,6 +449,17 @@ static struct presto_gro_dev *presto_gro_dev_rcu(const struct net_device *dev)
 	hash_for_each_possible_rcu(presto_gro_devs, pd, node, (unsigned long)dev)
 		if (pd->dev == dev)
 			return pd;
+	return NULL;
+}
+
+static struct presto_gro_napi *
+presto_gro_napi_rcu(struct presto_gro_dev *pd, const struct napi_struct *napi)
+{
+	struct presto_gro_napi *pn;
+
+	hash_for_each_possible_rcu(pd->napis, pn, node, (unsigned long)napi)
+		if (pn->napi == napi)
+			return pn;
 	return NULL;
 }
 
@@ -510,190 +559,192 @@ static u32 presto_gro_key_hash(const struct presto_gro_key *k)
 		      presto_gro_hash_seed);
 }
 
-static void presto_gro_free_flow(struct presto_gro_dev *pd,
+static void presto_gro_free_flow(struct presto_gro_napi *pn,
 				 struct presto_gro_fentry *fe,
 				 struct list_head *out)
 {
-	pd->held_bytes -= fe->flow.bytes;
-	presto_gro_flow_drain(&fe->flow, out, &pd->st);
+	pn->held_bytes -= fe->flow.bytes;
+	presto_gro_flow_drain(&fe->flow, out, &pn->st);
 	hash_del(&fe->node);
-	pd->nflows--;
+	pn->nflows--;
 	kfree(fe);
 }
 
 /* Idle flows go first; at the limit the least recently used one goes. */
-static void presto_gro_make_room(struct presto_gro_dev *pd, u64 now,
+static void presto_gro_make_room(struct presto_gro_napi *pn, u64 now,
 				 struct list_head *out)
 {
 	struct presto_gro_fentry *fe, *lru = NULL;
 	struct hlist_node *tmp;
 	int bkt;
 
-	hash_for_each_safe(pd->flows, bkt, tmp, fe, node) {
+	hash_for_each_safe(pn->flows, bkt, tmp, fe, node) {
 		if (!fe->flow.nsegs && now - fe->last_ns > PRESTO_GRO_IDLE_NS)
-			presto_gro_free_flow(pd, fe, out);
+			presto_gro_free_flow(pn, fe, out);
 		else if (!lru || fe->last_ns < lru->last_ns)
 			lru = fe;
 	}
-	if (pd->nflows >= PRESTO_GRO_MAX_FLOWS && lru)
-		presto_gro_free_flow(pd, lru, out);
+	if (pn->nflows >= PRESTO_GRO_MAX_FLOWS && lru)
+		presto_gro_free_flow(pn, lru, out);
 }
 
 static struct presto_gro_fentry *
-presto_gro_flow_get(struct presto_gro_dev *pd, const struct presto_gro_key *k,
+presto_gro_flow_get(struct presto_gro_napi *pn, const struct presto_gro_key *k,
 		    u32 hash, bool create, u64 now, struct list_head *out)
 {
 	struct presto_gro_fentry *fe;
 
-	hash_for_each_possible(pd->flows, fe, node, hash)
+	hash_for_each_possible(pn->flows, fe, node, hash)
 		if (!memcmp(&fe->key, k, sizeof(*k)))
 			return fe;
 	if (!create)
 		return NULL;
-	if (pd->nflows >= PRESTO_GRO_MAX_FLOWS)
-		presto_gro_make_room(pd, now, out);
+	if (pn->nflows >= PRESTO_GRO_MAX_FLOWS)
+		presto_gro_make_room(pn, now, out);
 	fe = kzalloc(sizeof(*fe), GFP_ATOMIC);
 	if (!fe)
 		return NULL;
 	fe->key = *k;
 	INIT_LIST_HEAD(&fe->flow.segs);
-	hash_add(pd->flows, &fe->node, hash);
-	pd->nflows++;
+	hash_add(pn->flows, &fe->node, hash);
+	pn->nflows++;
 	return fe;
 }
 
-static void presto_gro_arm(struct presto_gro_dev *pd, u64 when)
+/* The hold timer only schedules the NAPI; its poll moves segments up */
+static enum hrtimer_restart presto_gro_timer(struct hrtimer *t)
 {
-	if (!when || !pd->enabled)
+	struct presto_gro_napi *pn = container_of(t, struct presto_gro_napi,
+						  timer);
+
+	napi_schedule(pn->napi);
+	return HRTIMER_NORESTART;
+}
+
+/* From NAPI context: a hold may end at @when (0: none) */
+static void presto_gro_arm(struct presto_gro_napi *pn, u64 when)
+{
+	if (!when)
 		return;
-	if (hrtimer_is_queued(&pd->timer) && pd->armed_ns <= when)
+	if (when >= pn->next_ns && hrtimer_is_queued(&pn->timer))
 		return;
-	pd->armed_ns = when;
-	hrtimer_start(&pd->timer, ns_to_ktime(when),
+	pn->next_ns = min(pn->next_ns, when);
+	hrtimer_start(&pn->timer, ns_to_ktime(pn->next_ns),
 		      HRTIMER_MODE_ABS_PINNED_SOFT);
 }
 
-static void presto_gro_clear_cb(struct list_head *list)
+/* Into the NAPI's GRO_NORMAL list, which its poll hands to the stack */
+static void presto_gro_push(struct napi_struct *napi, struct list_head *out)
 {
-	struct sk_buff *skb;
+	struct sk_buff *p, *tmp;
 
-	list_for_each_entry(skb, list, list)
-		memset(skb->cb, 0, sizeof(struct presto_gro_seg));
-}
+	list_for_each_entry_safe(p, tmp, out, list) {
+		int n = presto_gro_seg(p)->gro_count;
 
-/* Segments delivered per BH section outside NAPI */
-#define PRESTO_GRO_DELIVER_BATCH	64
-
-/*
- * Outside NAPI (timer, process context): straight to the stack, at most
- * PRESTO_GRO_DELIVER_BATCH segments per BH section, so that a device going
- * down with up to 1024 flows x max_segs held does not keep softirqs off
- * for all of them at once.
- */
-static void presto_gro_deliver(struct list_head *list)
-{
-	presto_gro_clear_cb(list);
-	while (!list_empty(list)) {
-		struct sk_buff *skb, *tmp;
-		LIST_HEAD(batch);
-		int n = 0;
-
-		list_for_each_entry_safe(skb, tmp, list, list) {
-			list_move_tail(&skb->list, &batch);
-			if (++n == PRESTO_GRO_DELIVER_BATCH)
-				break;
-		}
-		local_bh_disable();
-		netif_receive_skb_list_internal(&batch);
-		local_bh_enable();
+		skb_list_del_init(p);
+		memset(p->cb, 0, sizeof(struct presto_gro_seg));
+		gro_normal_one(napi, p, n ? n : 1);
 	}
 }
 
-/* The device goes away: what it held is dropped, not delivered */
-static void presto_gro_drop(struct list_head *list)
+static struct presto_gro_napi *presto_gro_napi_new(struct presto_gro_dev *pd,
+						   struct napi_struct *napi)
 {
-	struct sk_buff *skb, *tmp;
+	struct presto_gro_napi *pn = kzalloc(sizeof(*pn), GFP_ATOMIC);
 
-	list_for_each_entry_safe(skb, tmp, list, list) {
-		skb_list_del_init(skb);
-		kfree_skb_reason(skb, SKB_DROP_REASON_DEV_READY);
+	if (!pn)
+		return NULL;
+	pn->napi = napi;
+	pn->next_ns = U64_MAX;
+	hash_init(pn->flows);
+	u64_stats_init(&pn->syncp);
+	hrtimer_init(&pn->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_PINNED_SOFT);
+	pn->timer.function = presto_gro_timer;
+	spin_lock(&pd->lock);
+	if (!pd->enabled) {
+		spin_unlock(&pd->lock);
+		kfree(pn);
+		return NULL;
 	}
+	hash_add_rcu(pd->napis, &pn->node, (unsigned long)napi);
+	spin_unlock(&pd->lock);
+	return pn;
 }
 
 /*
  * The hook: a segment GRO completed (or passed as GRO_NORMAL) on a device
- * with Presto GRO.  Returns false when the caller delivers it as usual.
+ * with Presto GRO, in @napi's poll.  Returns false when the caller
+ * delivers it as usual.
  */
 bool presto_gro_receive(struct napi_struct *napi, struct sk_buff *skb,
 			int segs)
 {
+	const struct presto_gro_params *p;
+	struct presto_gro_napi *pn;
 	struct presto_gro_dev *pd;
 	struct presto_gro_fentry *fe;
+	unsigned int budget = PRESTO_GRO_FLUSH_BUDGET;
 	struct presto_gro_key k;
 	struct presto_gro_seg *s;
 	u32 seq, len, hash, b0;
 	u64 now, next = 0;
 	LIST_HEAD(out);
-	struct sk_buff *p, *tmp;
 	const u8 *src;
 	bool ctl;
 	u8 flags;
 
 	/* skb->data is at the network header; mac_len is not set yet */
-	if (!skb_mac_header_was_set(skb) || skb->dev->type != ARPHRD_ETHER ||
-	    skb_mac_offset(skb) > -ETH_HLEN)
+	if (!napi || skb->dev != napi->dev || !skb_mac_header_was_set(skb) ||
+	    skb->dev->type != ARPHRD_ETHER || skb_mac_offset(skb) > -ETH_HLEN)
 		return false;
 	rcu_read_lock();
 	pd = presto_gro_dev_rcu(skb->dev);
 	if (!pd || !READ_ONCE(pd->enabled) ||
-	    !presto_gro_parse(skb, &k, &seq, &len, &flags)) {
-		rcu_read_unlock();
-		return false;
-	}
+	    !presto_gro_parse(skb, &k, &seq, &len, &flags))
+		goto stock;
 	/* SYN and RST end the flow's resequencing; a FIN takes its sequence
 	 * number and is resequenced like data
 	 */
 	ctl = flags & (TCPHDR_SYN | TCPHDR_RST | TCPHDR_URG);
 	if (flags & TCPHDR_FIN)
 		len++;
-	if (!ctl && !len) {
-		/* a pure ACK: nothing to resequence, nothing to reset */
-		rcu_read_unlock();
-		return false;
-	}
+	if (!ctl && !len)
+		goto stock;	/* a pure ACK: nothing to resequence or reset */
+	pn = presto_gro_napi_rcu(pd, napi);
+	if (!pn && !ctl)
+		pn = presto_gro_napi_new(pd, napi);
+	if (!pn)
+		goto stock;
+	p = &pd->p;
 	hash = presto_gro_key_hash(&k);
 	now = ktime_get_ns();
 
-	spin_lock(&pd->lock);
-	if (!pd->enabled) {
-		spin_unlock(&pd->lock);
-		rcu_read_unlock();
-		return false;
-	}
+	u64_stats_update_begin(&pn->syncp);
 	if (ctl) {
 		/* control segments are not resequenced; what the flow holds
 		 * goes up first when the segment resets it
 		 */
-		fe = presto_gro_flow_get(pd, &k, hash, false, now, &out);
+		fe = presto_gro_flow_get(pn, &k, hash, false, now, &out);
 		if (fe && (flags & (TCPHDR_SYN | TCPHDR_RST))) {
-			presto_gro_free_flow(pd, fe, &out);
+			presto_gro_free_flow(pn, fe, &out);
 		} else if (fe) {
-			pd->held_bytes -= fe->flow.bytes;
-			presto_gro_flow_drain(&fe->flow, &out, &pd->st);
+			pn->held_bytes -= fe->flow.bytes;
+			presto_gro_flow_drain(&fe->flow, &out, &pn->st);
 		}
-		spin_unlock(&pd->lock);
-		rcu_read_unlock();
+		u64_stats_update_end(&pn->syncp);
 		if (list_empty(&out))
-			return false;
-		list_add_tail(&skb->list, &out);
-		presto_gro_seg(skb)->gro_count = segs;
-		goto push;
-	}
-	fe = presto_gro_flow_get(pd, &k, hash, true, now, &out);
-	if (!fe) {
-		spin_unlock(&pd->lock);
+			goto stock;
 		rcu_read_unlock();
-		presto_gro_deliver(&out);
+		presto_gro_seg(skb)->gro_count = segs;
+		list_add_tail(&skb->list, &out);
+		presto_gro_push(napi, &out);
+		return true;
+	}
+	fe = presto_gro_flow_get(pn, &k, hash, true, now, &out);
+	if (!fe) {
+		u64_stats_update_end(&pn->syncp);
+		rcu_read_unlock();
+		presto_gro_push(napi, &out);
 		return false;
 	}
 	s = presto_gro_seg(skb);
@@ -708,106 +759,181 @@ bool presto_gro_receive(struct napi_struct *napi, struct sk_buff *skb,
 		s->fcid = get_unaligned_be16(src + 4);
 	} else {
 		s->untagged = 1;
-		pd->st.untagged++;
+		pn->st.untagged++;
 	}
 	/* a sender forgets the IDs of a flow idle that long: so does this */
 	if (fe->flow.valid && !fe->flow.nsegs && !fe->flow.rebase &&
 	    now - fe->last_ns > PRESTO_GRO_FORGET_NS) {
 		fe->flow.rebase = 1;
 		fe->flow.late = 0;
-		pd->st.expired++;
+		pn->st.expired++;
 	}
 	fe->last_ns = now;
 	b0 = fe->flow.bytes;
 	presto_gro_flow_insert(&fe->flow, skb);
-	/* a flow holds at most max_segs skbs, the device max_bytes in all */
-	if (fe->flow.nsegs > pd->p.max_segs ||
-	    pd->held_bytes - b0 + fe->flow.bytes > pd->p.max_bytes)
-		presto_gro_flow_drain(&fe->flow, &out, &pd->st);
+	/* a flow holds at most max_segs skbs, the NAPI max_bytes in all */
+	if (fe->flow.nsegs > READ_ONCE(p->max_segs) ||
+	    pn->held_bytes - b0 + fe->flow.bytes > READ_ONCE(p->max_bytes))
+		presto_gro_flow_drain(&fe->flow, &out, &pn->st);
 	else
-		next = presto_gro_flow_flush(&fe->flow, &pd->ewma_ns, &pd->p,
-					     now, &out, &pd->st);
-	pd->held_bytes = pd->held_bytes - b0 + fe->flow.bytes;
-	presto_gro_arm(pd, next);
-	spin_unlock(&pd->lock);
+		next = presto_gro_flow_flush(&fe->flow, &pn->ewma_ns, p, now,
+					     &out, &pn->st, &budget);
+	pn->held_bytes = pn->held_bytes - b0 + fe->flow.bytes;
+	u64_stats_update_end(&pn->syncp);
+	presto_gro_arm(pn, next);
 	rcu_read_unlock();
-
-push:
-	list_for_each_entry_safe(p, tmp, &out, list) {
-		int n = presto_gro_seg(p)->gro_count;
-
-		skb_list_del_init(p);
-		memset(p->cb, 0, sizeof(struct presto_gro_seg));
-		gro_normal_one(napi, p, n ? n : 1);
-	}
+	presto_gro_push(napi, &out);
 	return true;
+
+stock:
+	rcu_read_unlock();
+	return false;
 }
 
-static enum hrtimer_restart presto_gro_timer(struct hrtimer *t)
+/*
+ * The second hook: @napi's poll ends (napi_complete_done(), or a poll
+ * that used its whole budget), before its GRO_NORMAL list goes up.  Holds
+ * that ended move up, at most PRESTO_GRO_FLUSH_BUDGET segments; if more
+ * are due, the timer reschedules the NAPI at once.
+ */
+void presto_gro_napi_poll(struct napi_struct *napi)
 {
-	struct presto_gro_dev *pd = container_of(t, struct presto_gro_dev, timer);
+	unsigned int budget = PRESTO_GRO_FLUSH_BUDGET;
 	struct presto_gro_fentry *fe;
-	u64 now = ktime_get_ns(), next = 0;
+	struct presto_gro_napi *pn;
+	struct presto_gro_dev *pd;
+	u64 now, next = 0;
 	LIST_HEAD(out);
 	int bkt;
 
-	spin_lock(&pd->lock);
-	if (!hrtimer_is_queued(t))
-		pd->armed_ns = 0;
-	hash_for_each(pd->flows, bkt, fe, node) {
+	rcu_read_lock();
+	pd = presto_gro_dev_rcu(napi->dev);
+	pn = pd ? presto_gro_napi_rcu(pd, napi) : NULL;
+	if (!pn || pn->next_ns == U64_MAX)
+		goto out;
+	now = ktime_get_ns();
+	if (now < pn->next_ns)
+		goto out;
+	pn->next_ns = U64_MAX;
+	u64_stats_update_begin(&pn->syncp);
+	hash_for_each(pn->flows, bkt, fe, node) {
 		u32 b0 = fe->flow.bytes;
 		u64 d;
 
 		if (!fe->flow.nsegs)
 			continue;
-		d = presto_gro_flow_flush(&fe->flow, &pd->ewma_ns, &pd->p,
-					  now, &out, &pd->st);
-		pd->held_bytes = pd->held_bytes - b0 + fe->flow.bytes;
+		d = presto_gro_flow_flush(&fe->flow, &pn->ewma_ns, &pd->p, now,
+					  &out, &pn->st, &budget);
+		pn->held_bytes = pn->held_bytes - b0 + fe->flow.bytes;
 		if (d && (!next || d < next))
 			next = d;
 	}
-	/* hrtimer_start() from the callback; never touch a timer another
-	 * CPU may have queued meanwhile
-	 */
-	presto_gro_arm(pd, next);
-	spin_unlock(&pd->lock);
-	presto_gro_deliver(&out);
-	return HRTIMER_NORESTART;
+	u64_stats_update_end(&pn->syncp);
+	presto_gro_arm(pn, next);
+	presto_gro_push(napi, &out);
+out:
+	rcu_read_unlock();
+}
+EXPORT_SYMBOL_GPL(presto_gro_napi_poll);
+
+/* Adds @b's counters to @a */
+static void presto_gro_stats_add(struct presto_gro_stats *a,
+				 const struct presto_gro_stats *b)
+{
+	u64 *x = (u64 *)a;
+	const u64 *y = (const u64 *)b;
+	int i;
+
+	BUILD_BUG_ON(sizeof(*a) % sizeof(u64));
+	for (i = 0; i < sizeof(*a) / sizeof(u64); i++)
+		x[i] += y[i];
 }
 
-enum presto_gro_release_how {
-	PRESTO_GRO_DOWN,	/* push up what is held */
-	PRESTO_GRO_DISABLE,	/* push it up, free the flows, stop */
-	PRESTO_GRO_UNREGISTER,	/* drop it, free the flows, stop */
-};
-
-static void presto_gro_release(struct presto_gro_dev *pd,
-			       enum presto_gro_release_how how)
+/*
+ * Frees a NAPI's state that no NAPI poll, timer or reader can reach any
+ * more (unlinked from pd->napis, and the NAPI disabled or an RCU grace
+ * period past): what it held is dropped, its counters go to pd->retired.
+ */
+static void presto_gro_napi_free(struct presto_gro_dev *pd,
+				 struct presto_gro_napi *pn)
 {
-	bool disable = how != PRESTO_GRO_DOWN;
 	struct presto_gro_fentry *fe;
 	struct hlist_node *tmp;
+	struct sk_buff *skb, *n;
 	LIST_HEAD(out);
+	u64 dropped = 0;
 	int bkt;
 
+	hrtimer_cancel(&pn->timer);
+	hash_for_each_safe(pn->flows, bkt, tmp, fe, node) {
+		dropped += fe->flow.nsegs;
+		list_splice_tail_init(&fe->flow.segs, &out);
+		hash_del(&fe->node);
+		kfree(fe);
+	}
+	list_for_each_entry_safe(skb, n, &out, list) {
+		skb_list_del_init(skb);
+		kfree_skb_reason(skb, SKB_DROP_REASON_DEV_READY);
+	}
+	pn->st.dropped += dropped;
+	spin_lock_bh(&pd->lock);
+	presto_gro_stats_add(&pd->retired, &pn->st);
+	spin_unlock_bh(&pd->lock);
+	kfree_rcu(pn, rcu);
+}
+
+/*
+ * The device goes down or away, or Presto GRO is turned off (@disable):
+ * every NAPI's state goes, with what it held.
+ */
+static void presto_gro_release(struct presto_gro_dev *pd, bool disable)
+{
+	struct presto_gro_napi *pn, *n;
+	struct hlist_node *tmp;
+	LIST_HEAD(gone);
+	int bkt;
+
+	lockdep_assert_held(&presto_gro_mutex);
 	spin_lock_bh(&pd->lock);
 	if (disable)
 		pd->enabled = false;
-	hash_for_each_safe(pd->flows, bkt, tmp, fe, node) {
-		if (disable)
-			presto_gro_free_flow(pd, fe, &out);
-		else
-			presto_gro_flow_drain(&fe->flow, &out, &pd->st);
+	hash_for_each_safe(pd->napis, bkt, tmp, pn, node) {
+		/* RCU readers may still follow pn->node: not reused */
+		hash_del_rcu(&pn->node);
+		list_add_tail(&pn->gone, &gone);
 	}
-	pd->held_bytes = 0;
 	spin_unlock_bh(&pd->lock);
-	if (disable)
-		hrtimer_cancel(&pd->timer);
-	if (how == PRESTO_GRO_UNREGISTER)
-		presto_gro_drop(&out);
-	else
-		presto_gro_deliver(&out);
+	if (list_empty(&gone))
+		return;
+	/* NAPI polls that found a state before it was unlinked are done */
+	synchronize_net();
+	list_for_each_entry_safe(pn, n, &gone, gone)
+		presto_gro_napi_free(pd, pn);
 }
+
+/* From __netif_napi_del(): the NAPI is disabled and goes away */
+void presto_gro_napi_del(struct napi_struct *napi)
+{
+	struct presto_gro_napi *pn = NULL;
+	struct presto_gro_dev *pd;
+
+	mutex_lock(&presto_gro_mutex);
+	hash_for_each_possible(presto_gro_devs, pd, node,
+			       (unsigned long)napi->dev) {
+		if (pd->dev != napi->dev)
+			continue;
+		spin_lock_bh(&pd->lock);
+		pn = presto_gro_napi_rcu(pd, napi);
+		if (pn)
+			hash_del_rcu(&pn->node);
+		spin_unlock_bh(&pd->lock);
+		if (pn)
+			presto_gro_napi_free(pd, pn);
+		break;
+	}
+	mutex_unlock(&presto_gro_mutex);
+}
+EXPORT_SYMBOL_GPL(presto_gro_napi_del);
 
 static void presto_gro_defaults(struct presto_gro_params *p)
 {
@@ -833,15 +959,12 @@ static struct presto_gro_dev *presto_gro_dev_get(struct net_device *dev)
 	pd->dev = dev;
 	spin_lock_init(&pd->lock);
 	presto_gro_defaults(&pd->p);
-	hash_init(pd->flows);
-	hrtimer_init(&pd->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_PINNED_SOFT);
-	pd->timer.function = presto_gro_timer;
+	hash_init(pd->napis);
 	hash_add_rcu(presto_gro_devs, &pd->node, (unsigned long)dev);
 	return pd;
 }
 
-static void presto_gro_set_enabled(struct presto_gro_dev *pd, bool on,
-				   enum presto_gro_release_how how)
+static void presto_gro_set_enabled(struct presto_gro_dev *pd, bool on)
 {
 	lockdep_assert_held(&presto_gro_mutex);
 	if (on == pd->enabled)
@@ -852,7 +975,7 @@ static void presto_gro_set_enabled(struct presto_gro_dev *pd, bool on,
 		pd->enabled = true;
 		spin_unlock_bh(&pd->lock);
 	} else {
-		presto_gro_release(pd, how);
+		presto_gro_release(pd, true);
 		static_branch_dec(&presto_gro_active);
 	}
 }
@@ -863,20 +986,18 @@ static int presto_gro_netdev_event(struct notifier_block *nb,
 	struct net_device *dev = netdev_notifier_info_to_dev(ptr);
 	struct presto_gro_dev *pd;
 
-	if (event != NETDEV_GOING_DOWN && event != NETDEV_DOWN &&
-	    event != NETDEV_UNREGISTER)
+	if (event != NETDEV_DOWN && event != NETDEV_UNREGISTER)
 		return NOTIFY_DONE;
 	mutex_lock(&presto_gro_mutex);
 	hash_for_each_possible(presto_gro_devs, pd, node, (unsigned long)dev) {
 		if (pd->dev != dev)
 			continue;
 		if (event == NETDEV_UNREGISTER) {
-			presto_gro_set_enabled(pd, false,
-					       PRESTO_GRO_UNREGISTER);
+			presto_gro_set_enabled(pd, false);
 			hash_del_rcu(&pd->node);
 			kfree_rcu(pd, rcu);
 		} else {
-			presto_gro_release(pd, PRESTO_GRO_DOWN);
+			presto_gro_release(pd, false);
 		}
 		break;
 	}
@@ -931,16 +1052,19 @@ presto_gro_set_nl_policy[PRESTO_GRO_A_DEV_MAX_BYTES + 1] = {
 		NLA_POLICY_FULL_RANGE(NLA_U32, &presto_gro_bytes_range),
 };
 
+/* Under rcu_read_lock(): the device's counters, summed over its NAPIs */
 static int presto_gro_nl_fill(struct sk_buff *rsp, struct net_device *dev,
 			      const struct genl_info *info)
 {
 	struct presto_gro_stats st = {};
 	struct presto_gro_params p;
 	u32 flows = 0, held_bytes = 0;
+	struct presto_gro_napi *pn;
 	struct presto_gro_dev *pd;
 	bool enabled = false;
 	struct nlattr *nest;
-	u64 ewma_us = 0;
+	u64 ewma_ns = 0;
+	int bkt;
 	void *hdr;
 
 	presto_gro_defaults(&p);
@@ -948,12 +1072,23 @@ static int presto_gro_nl_fill(struct sk_buff *rsp, struct net_device *dev,
 	if (pd) {
 		spin_lock_bh(&pd->lock);
 		p = pd->p;
-		st = pd->st;
-		ewma_us = div_u64(pd->ewma_ns, NSEC_PER_USEC);
-		flows = pd->nflows;
-		held_bytes = pd->held_bytes;
+		st = pd->retired;
 		enabled = pd->enabled;
 		spin_unlock_bh(&pd->lock);
+		hash_for_each_rcu(pd->napis, bkt, pn, node) {
+			struct presto_gro_stats one;
+			unsigned int start;
+
+			do {
+				start = u64_stats_fetch_begin(&pn->syncp);
+				one = pn->st;
+			} while (u64_stats_fetch_retry(&pn->syncp, start));
+			presto_gro_stats_add(&st, &one);
+			flows += READ_ONCE(pn->nflows);
+			held_bytes += READ_ONCE(pn->held_bytes);
+			/* the EWMA is per NAPI: the longest is reported */
+			ewma_ns = max(ewma_ns, READ_ONCE(pn->ewma_ns));
+		}
 	}
 
 	hdr = genlmsg_iput(rsp, info);
@@ -990,9 +1125,11 @@ static int presto_gro_nl_fill(struct sk_buff *rsp, struct net_device *dev,
 	    nla_put_uint(rsp, PRESTO_GRO_A_STATS_UNTAGGED, st.untagged) ||
 	    nla_put_uint(rsp, PRESTO_GRO_A_STATS_RESTARTS, st.restarts) ||
 	    nla_put_uint(rsp, PRESTO_GRO_A_STATS_EXPIRED, st.expired) ||
-	    nla_put_uint(rsp, PRESTO_GRO_A_STATS_EWMA_US, ewma_us) ||
+	    nla_put_uint(rsp, PRESTO_GRO_A_STATS_EWMA_US,
+			 div_u64(ewma_ns, NSEC_PER_USEC)) ||
 	    nla_put_uint(rsp, PRESTO_GRO_A_STATS_FLOWS, flows) ||
-	    nla_put_uint(rsp, PRESTO_GRO_A_STATS_HELD_BYTES, held_bytes)) {
+	    nla_put_uint(rsp, PRESTO_GRO_A_STATS_HELD_BYTES, held_bytes) ||
+	    nla_put_uint(rsp, PRESTO_GRO_A_STATS_DROPPED, st.dropped)) {
 		nla_nest_cancel(rsp, nest);
 		goto nla_put_failure;
 	}
@@ -1061,7 +1198,7 @@ static int presto_gro_nl_get_dumpit(struct sk_buff *skb,
 }
 
 /*
- * How many skbs a flow may hold, how many bytes the device may hold and
+ * How many skbs a flow may hold, how many bytes a NAPI may hold and
  * for how long bound the memory a peer can pin: above the defaults only
  * for the host's own admin, not for root of a user namespace that owns
  * the device's namespace (which GENL_UNS_ADMIN_PERM lets in).
@@ -1135,13 +1272,18 @@ static int presto_gro_nl_set_doit(struct sk_buff *skb, struct genl_info *info)
 		err = -EINVAL;
 		goto out;
 	}
+	/* NAPI polls read the fields without the lock, one at a time */
 	spin_lock_bh(&pd->lock);
-	pd->p = p;
+	WRITE_ONCE(pd->p.alpha, p.alpha);
+	WRITE_ONCE(pd->p.beta, p.beta);
+	WRITE_ONCE(pd->p.timeout_min_us, p.timeout_min_us);
+	WRITE_ONCE(pd->p.timeout_max_us, p.timeout_max_us);
+	WRITE_ONCE(pd->p.max_segs, p.max_segs);
+	WRITE_ONCE(pd->p.max_bytes, p.max_bytes);
 	spin_unlock_bh(&pd->lock);
 	if (info->attrs[PRESTO_GRO_A_DEV_ENABLED])
 		presto_gro_set_enabled(pd,
-				       nla_get_u8(info->attrs[PRESTO_GRO_A_DEV_ENABLED]),
-				       PRESTO_GRO_DISABLE);
+				       nla_get_u8(info->attrs[PRESTO_GRO_A_DEV_ENABLED]));
 out:
 	mutex_unlock(&presto_gro_mutex);
 	dev_put(dev);

@@ -63,7 +63,7 @@ static struct presto_gro_seg *pg_add(struct kunit *test, struct pg_ctx *c,
 static u64 pg_flush(struct pg_ctx *c, u64 now)
 {
 	return presto_gro_flow_flush(&c->f, &c->ewma, &params, now, &c->out,
-				     &c->st);
+				     &c->st, NULL);
 }
 
 /* sequence numbers of what went up, in order; frees the skbs */
@@ -110,6 +110,60 @@ static void pg_same_flowcell(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, c.f.last_fc, (u16)7);
 	KUNIT_EXPECT_EQ(test, c.st.pushed_inorder, 2ULL);
 	KUNIT_EXPECT_EQ(test, c.st.held, 0ULL);
+	pg_free(&c);
+}
+
+/*
+ * A flush moves at most its budget: a filled gap releases ten segments,
+ * a budget of 4 moves the first four in order and asks to be called again
+ * (returns now); the next flushes move the rest, still in order, and the
+ * EWMA takes one sample, not one per call.
+ */
+static void pg_flush_budget(struct kunit *test)
+{
+	unsigned int budget;
+	struct pg_ctx c;
+	u32 seqs[10];
+	int i, n = 0;
+
+	pg_init(&c);
+	pg_add(test, &c, 0, 1, 1, 0);
+	pg_flush(&c, 0);
+	pg_out(&c, seqs, 10);
+	/* flowcell 2 arrives first, then the end of flowcell 1 */
+	for (i = 1; i < 10; i++)
+		pg_add(test, &c, (i + 1) * MSS, 1, 2, 10 * US);
+	KUNIT_EXPECT_NE(test, pg_flush(&c, 10 * US), 0ULL);
+	KUNIT_EXPECT_EQ(test, c.f.nsegs, 9U);
+	pg_add(test, &c, MSS, 1, 1, 30 * US);
+	budget = 4;
+	KUNIT_EXPECT_EQ(test, presto_gro_flow_flush(&c.f, &c.ewma, &params,
+						    40 * US, &c.out, &c.st,
+						    &budget), 40 * US);
+	KUNIT_EXPECT_EQ(test, budget, 0U);
+	KUNIT_EXPECT_EQ(test, c.f.nsegs, 6U);
+	n = pg_out(&c, seqs, 10);
+	KUNIT_EXPECT_EQ(test, n, 4);
+	for (i = 0; i < n; i++)
+		KUNIT_EXPECT_EQ(test, seqs[i], (u32)(i + 1) * MSS);
+	budget = 4;
+	KUNIT_EXPECT_EQ(test, presto_gro_flow_flush(&c.f, &c.ewma, &params,
+						    50 * US, &c.out, &c.st,
+						    &budget), 50 * US);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 10), 4);
+	KUNIT_EXPECT_EQ(test, seqs[0], 5U * MSS);
+	budget = 4;
+	KUNIT_EXPECT_EQ(test, presto_gro_flow_flush(&c.f, &c.ewma, &params,
+						    60 * US, &c.out, &c.st,
+						    &budget), 0ULL);
+	KUNIT_EXPECT_EQ(test, budget, 2U);
+	KUNIT_EXPECT_EQ(test, pg_out(&c, seqs, 10), 2);
+	KUNIT_EXPECT_EQ(test, seqs[0], 9U * MSS);
+	KUNIT_EXPECT_EQ(test, seqs[1], 10U * MSS);
+	KUNIT_EXPECT_EQ(test, c.f.nsegs, 0U);
+	KUNIT_EXPECT_EQ(test, c.f.exp_seq, 11U * MSS);
+	KUNIT_EXPECT_EQ(test, c.st.reorder_events, 1ULL);
+	KUNIT_EXPECT_EQ(test, c.st.pushed_inorder, 11ULL);
 	pg_free(&c);
 }
 
@@ -719,6 +773,7 @@ static void pg_parse_vlan(struct kunit *test)
 
 static struct kunit_case presto_gro_cases[] = {
 	KUNIT_CASE(pg_same_flowcell),
+	KUNIT_CASE(pg_flush_budget),
 	KUNIT_CASE(pg_loss_inside_flowcell),
 	KUNIT_CASE(pg_next_flowcell_in_order),
 	KUNIT_CASE(pg_swapped_flowcells),

@@ -10,6 +10,7 @@ presto_relay.py, which stamps flowcell IDs into source MACs and delays
 every other flowcell, shows what TCP sees: with Presto GRO no segment
 reaches TCP's out-of-order queue, with stock GRO many do.  IPv4 and IPv6.
 """
+import ctypes
 import fcntl
 import json
 import os
@@ -55,7 +56,7 @@ def counters():
     return {n: knob(n) for n in ("held", "pushed_inorder", "pushed_timeout",
                                  "pushed_loss", "pushed_old", "pushed_evicted",
                                  "reorder_events", "late_fills", "untagged",
-                                 "restarts", "expired", "ewma_us")}
+                                 "restarts", "expired", "ewma_us", "dropped")}
 
 
 def ofo():
@@ -235,27 +236,61 @@ def test_loss_inside_flowcell_goes_up_at_once(lab, v6):
     assert c["pushed_inorder"] == 1, c
 
 
-@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
-def test_timer_releases_a_segment_held_at_a_boundary(lab, v6):
-    """A segment held at a flowcell boundary goes up when its hold timer
-    fires, with no packet to trigger it.  The hold is 1 s (EWMA is 0, the
-    clamp rules), long enough for one injection and the counters' read in
-    a loaded debug guest (300 ms was not: 0.33-0.36 s went by)."""
+def tcp_in_segs():
+    """Tcp InSegs (IPv4 and IPv6): segments that reached TCP"""
+    with open("/proc/net/snmp") as f:
+        rows = [line.split() for line in f if line.startswith("Tcp:")]
+    return int(rows[1][rows[0].index("InSegs")])
+
+
+@pytest.fixture
+def threaded(request):
+    """the receiver's NAPI in a kthread (threaded NAPI) for the test"""
+    path = f"/sys/class/net/{RX}/threaded"
+    with open(path, "w") as f:
+        f.write("1" if request.param else "0")
+    yield request.param
+    with open(path, "w") as f:
+        f.write("0")
+
+
+@pytest.mark.parametrize("v6,threaded", [(False, False), (True, False), (False, True)],
+                         ids=["ipv4", "ipv6", "ipv4-threaded"], indirect=["threaded"])
+def test_timer_releases_a_segment_held_at_a_boundary(lab, v6, threaded):
+    """A segment held at a flowcell boundary goes up when its hold ends,
+    with no packet to trigger it: the hold timer schedules the NAPI, whose
+    poll delivers it (softirq, or the NAPI's kthread when threaded).  The
+    segment reaches TCP (Tcp InSegs), not only the counters.  The hold is
+    1 s (EWMA is 0, the clamp rules), long enough for one injection and
+    the counters' read in a loaded debug guest (300 ms was not: 0.33-0.36 s
+    went by)."""
     PG.set(RX, timeout_min_us=1000000, timeout_max_us=1000000)
     knob("enabled", 1)
     mac = rx_mac()
+    segs0 = tcp_in_segs()
     # flowcell 1: 1000..1100; flowcell 2 starts at 1300: a gap at the boundary
     c = inject([segment(v6, 1, 1000, 100, mac), segment(v6, 2, 1300, 100, mac)], lab)
     assert c["elapsed"] < 1.0, c
-    assert c["held"] == 1 and c["pushed_timeout"] == 0, c
-    # no packet arrives any more: only the hrtimer can release it
+    if threaded:
+        # the NAPI's kthread may not have run yet when inject() reads
+        wait_until(lambda: delta(lab)["held"] + delta(lab)["pushed_timeout"] >= 1, 5,
+                   "the NAPI's kthread saw the segments")
+        c = delta(lab)
+    else:
+        assert c["pushed_timeout"] == 0, c
+    assert c["held"] == 1, c
+    # no packet arrives any more: only the timer, through the NAPI, releases it
     deadline = time.monotonic() + 5
     while delta(lab)["pushed_timeout"] == 0 and time.monotonic() < deadline:
         time.sleep(0.05)
     c = delta(lab)
     assert c["pushed_timeout"] == 1, c
+    assert knob("held_bytes") == 0
+    # both segments reached TCP (no socket: each is answered with a RST)
+    wait_until(lambda: tcp_in_segs() - segs0 >= 2, 5, "the held segment reaches TCP")
     assert c["reorder_events"] == 0 and c["ewma_us"] == lab["ewma_us"], \
         "a timeout is not a reordering sample"
+    assert c["dropped"] == 0, c
 
 
 @pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
@@ -293,11 +328,12 @@ def test_untagged_frames_are_no_flowcell(lab, v6):
     assert c["held"] == 0 and c["pushed_old"] == 0, c
 
 
-def test_held_bytes_bounded_per_device(lab):
-    """max_bytes bounds what the device holds (skb truesize) over all its
-    flows: eight flows each with a segment at a boundary gap, against
-    4096 bytes; a flow whose segment would pass the bound goes up at once
-    (pushed_evicted), and held_bytes never exceeds it."""
+def test_held_bytes_bounded_per_napi(lab):
+    """max_bytes bounds what each NAPI instance holds (skb truesize) over
+    all its flows (pgr0 has one): eight flows each with a segment at a
+    boundary gap, against 4096 bytes; a flow whose segment would pass the
+    bound goes up at once (pushed_evicted), and held_bytes never exceeds
+    it.  Turning Presto GRO off frees what is held (dropped)."""
     PG.set(RX, timeout_min_us=300000, timeout_max_us=300000)
     knob("max_bytes", 4096)
     knob("enabled", 1)
@@ -312,7 +348,7 @@ def test_held_bytes_bounded_per_device(lab):
     assert c["pushed_evicted"] >= 1, c
     assert c["held"] >= 1, c
     knob("enabled", 0)
-    assert knob("held_bytes") == 0
+    assert knob("held_bytes") == 0 and knob("flows") == 0
 
 
 def operstate(dev):
@@ -329,9 +365,20 @@ def set_up(dev, up):
         fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", dev.encode(), flags))     # SIOCSIFFLAGS
 
 
+def set_gro(dev, on):
+    """ethtool -K dev gro on/off, without starting a process (ETHTOOL_SGRO)"""
+    ev = ctypes.create_string_buffer(struct.pack("II", 0x2c, 1 if on else 0))
+    ifr = struct.pack("16sP", dev.encode(), ctypes.addressof(ev)).ljust(40, b"\0")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        fcntl.ioctl(s, 0x8946, ifr)                                              # SIOCETHTOOL
+
+
 def test_held_segments_at_teardown(lab_once):
-    """A device that goes down pushes up what it holds (pushed_evicted);
-    held again, it is deleted: with KASAN and lockdep, no splat."""
+    """What a NAPI holds is dropped with it, never delivered from outside
+    the NAPI: a device that goes down (veth deletes its NAPI) drops what
+    it holds (dropped, not pushed_evicted); so does GRO turned off while
+    up (the NAPI goes, the device stays); held again, the device is
+    deleted: with KASAN and lockdep, no splat."""
     dev, peer = "pgd0", "pgd1"
     subprocess.run(["ip", "link", "del", dev], capture_output=True)
     sh(f"ip link add {dev} numtxqueues 1 numrxqueues 1 type veth peer name {peer} "
@@ -360,10 +407,11 @@ def test_held_segments_at_teardown(lab_once):
             wait_until(lambda: get("held") > held, 5, "a segment is held at the boundary")
 
         hold(42001)
-        evicted = get("pushed_evicted")
+        evicted, dropped = get("pushed_evicted"), get("dropped")
         set_up(dev, False)              # in-process: well within the 1 s hold
         assert get("pushed_timeout") == 0, "the hold timed out before the device went down"
-        assert get("pushed_evicted") == evicted + 1
+        assert get("dropped") == dropped + 1
+        assert get("pushed_evicted") == evicted and get("held_bytes") == 0
         set_up(dev, True)
         # the carrier comes back through linkwatch's work item, which
         # activates the peer's qdisc after the ioctl returns: until then
@@ -372,6 +420,14 @@ def test_held_segments_at_teardown(lab_once):
         wait_until(lambda: all(operstate(x) == "up" for x in (dev, peer)), 5,
                    f"{dev} and {peer} are up again")
         hold(42002)
+        dropped = get("dropped")
+        # GRO off: veth deletes the NAPI, the device stays up
+        set_gro(dev, False)             # in-process, as set_up()
+        assert get("pushed_timeout") == 0, "the hold timed out before GRO went off"
+        assert get("dropped") == dropped + 1 and get("held_bytes") == 0
+        assert get("flows") == 0
+        set_gro(dev, True)
+        hold(42003)
         s.close()
     finally:
         subprocess.run(["ip", "link", "del", dev], capture_output=True)
