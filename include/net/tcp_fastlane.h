@@ -510,6 +510,18 @@ static inline void tcp_fastlane_tsq_write(struct sock *sk)
 		__tcp_fastlane_tsq_write(sk);
 }
 
+void tcp_fastlane_pacing_timer(struct sock *sk, u64 expires_ns);
+
+/* From tcp_pacing_check(), the pacing timer queued: FastLane's deferred
+ * resend (tcp_fastlane_defer()) shares it and may have queued it for
+ * later than the next paced departure at @wstamp_ns; the earlier wins
+ */
+static inline void tcp_fastlane_pacing_queued(struct sock *sk, u64 wstamp_ns)
+{
+	if (tcp_fastlane_active())
+		tcp_fastlane_pacing_timer(sk, wstamp_ns);
+}
+
 void __tcp_fastlane_tail_push(struct sock *sk);
 bool tcp_fastlane_push_one(struct sock *sk);
 
@@ -638,6 +650,10 @@ static inline void tcp_fastlane_tsq_write(struct sock *sk)
 }
 
 static inline void tcp_fastlane_tail_push(struct sock *sk)
+{
+}
+
+static inline void tcp_fastlane_pacing_queued(struct sock *sk, u64 wstamp_ns)
 {
 }
 

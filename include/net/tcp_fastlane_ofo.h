@@ -129,6 +129,17 @@ static inline u32 tcp_fl_ofo_extra(u32 infl, u32 mss, u32 sacked_out)
 	return pkts > sacked_out ? pkts - sacked_out : 0;
 }
 
+/* The most the inflation may be, in bytes: what lets tcp_cwnd_test() send
+ * at most @cwnd segments beyond the congestion window (tcp_fl_ofo_extra()
+ * leaves @sacked_out out), so that the window at most doubles in a round
+ * trip, as slow start would have it grow.  A peer's byte count, plausible
+ * or not, never lets the sender outrun that.
+ */
+static inline u32 tcp_fl_ofo_bound(u32 cwnd, u32 mss, u32 sacked_out)
+{
+	return min_t(u64, ((u64)cwnd + sacked_out) * mss, U32_MAX);
+}
+
 /* The bytes of the segment [@seq, @end_seq) beyond @edge, the end of the
  * segment before it in the out-of-order queue (@seq for the first one)
  */
@@ -299,6 +310,15 @@ static inline void tcp_fl_ofo_collapsed(struct tcp_sock *tp)
 
 u32 tcp_fl_ofo_rcv_bytes(const struct tcp_sock *tp);
 void tcp_fl_ofo_ack(struct sock *sk, const struct sk_buff *skb, bool new_ack);
+void __tcp_fl_ofo_timeout(struct sock *sk);
+
+/* From tcp_enter_loss(): a retransmission timeout ends the inflation */
+static inline void tcp_fl_ofo_timeout(struct sock *sk)
+{
+	if (tcp_fl_ofo_active() && unlikely(tcp_sk(sk)->fl_ofo.infl))
+		__tcp_fl_ofo_timeout(sk);
+}
+
 void tcp_fl_ofo_syn_sent(struct sock *sk, bool peer_offered);
 void tcp_fl_ofo_child(struct sock *newsk, bool negotiated);
 void tcp_fl_ofo_count_sent(const struct sock *sk);

@@ -296,10 +296,43 @@ static void tcp_fastlane_mark(struct sock *sk, struct sk_buff *skb,
 	tp->fastlane.high_seq = tp->high_seq;
 }
 
-/* Wake tcp_tsq_write() through the pacing timer (as TCP's internal pacing
- * does, with a reference on @sk) once the rate cap's round trip is over,
- * to resend the lowest sequence if a rate-limited notification left it
- * lost (tcp_fastlane_deferred_resend())
+/**
+ * tcp_fastlane_pacing_timer - run tcp_tsq_write() at @expires_ns at the latest
+ * @sk: the socket, locked
+ * @expires_ns: CLOCK_MONOTONIC, as tcp_clock_ns() and tp->tcp_wstamp_ns
+ *
+ * The pacing hrtimer (tcp_pace_kick() runs tcp_tsq_write()) is shared by
+ * internal pacing (tcp_pacing_check(): BBR, or SO_MAX_PACING_RATE without
+ * fq) and FastLane's deferred resend.  Each needs a wake-up no later than
+ * its own deadline, and an early one costs a pass of tcp_tsq_write(),
+ * which queues the timer again for what is still to come: so the earlier
+ * deadline wins.  A later one left queued would hold paced segments back
+ * to it (tcp_pacing_check() only waits while the timer is queued).  The
+ * queued timer owns one reference on @sk, which tcp_pace_kick() drops: a
+ * timer cancelled here hands its reference to the new expiry.
+ */
+void tcp_fastlane_pacing_timer(struct sock *sk, u64 expires_ns)
+{
+	struct hrtimer *timer = &tcp_sk(sk)->pacing_timer;
+	ktime_t expires = ns_to_ktime(expires_ns);
+
+	if (hrtimer_is_queued(timer)) {
+		if (hrtimer_get_expires(timer) <= expires)
+			return;		/* it fires first */
+		if (hrtimer_try_to_cancel(timer) == 1) {
+			hrtimer_start(timer, expires,
+				      HRTIMER_MODE_ABS_PINNED_SOFT);
+			return;
+		}
+		/* it fired meanwhile; its callback drops its own reference */
+	}
+	hrtimer_start(timer, expires, HRTIMER_MODE_ABS_PINNED_SOFT);
+	sock_hold(sk);
+}
+
+/* Wake tcp_tsq_write() once the rate cap's round trip is over, to resend
+ * the lowest sequence if a rate-limited notification left it lost
+ * (tcp_fastlane_deferred_resend())
  */
 static void tcp_fastlane_defer(struct sock *sk)
 {
@@ -309,11 +342,7 @@ static void tcp_fastlane_defer(struct sock *sk)
 		   max_t(u32, tp->srtt_us >> 3, USEC_PER_MSEC) - (u32)now_us;
 	u64 end_us = now_us + ((s32)left > 0 ? left : 0);
 
-	if (hrtimer_is_queued(&tp->pacing_timer))
-		return;		/* it runs tcp_tsq_write() anyway */
-	hrtimer_start(&tp->pacing_timer, ns_to_ktime(end_us * NSEC_PER_USEC),
-		      HRTIMER_MODE_ABS_PINNED_SOFT);
-	sock_hold(sk);
+	tcp_fastlane_pacing_timer(sk, end_us * NSEC_PER_USEC);
 }
 
 void __tcp_fastlane_tsq_write(struct sock *sk)

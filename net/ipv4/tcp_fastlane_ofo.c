@@ -239,7 +239,7 @@ void tcp_fl_ofo_ack(struct sock *sk, const struct sk_buff *skb, bool new_ack)
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct net *net = sock_net(sk);
 	enum tcp_fl_ofo_opt found = tp->rx_opt.fl_ofo_saw;
-	u32 val = 0;
+	u32 val = 0, infl, bound;
 
 	if (unlikely(tcp_fl_scatter(sk)))
 		tcp_fl_scatter_reordering(sk);
@@ -285,14 +285,31 @@ void tcp_fl_ofo_ack(struct sock *sk, const struct sk_buff *skb, bool new_ack)
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEOFORCVD);
 		tp->fl_ofo.rcvd++;
 	}
+	/* After a timeout the flight the counts stood for is lost: nothing
+	 * is inflated until its recovery is over (tcp_fl_ofo_timeout()).
+	 */
+	if (inet_csk(sk)->icsk_ca_state == TCP_CA_Loss) {
+		tp->fl_ofo.infl = 0;
+		return;
+	}
 	/* no option: the receiver holds nothing out of order */
-	tp->fl_ofo.infl = tcp_fl_ofo_inflate(tp->fl_ofo.infl, val, new_ack,
-					     tp->snd_wnd);
+	infl = tcp_fl_ofo_inflate(tp->fl_ofo.infl, val, new_ack, tp->snd_wnd);
+	bound = tcp_fl_ofo_bound(tcp_snd_cwnd(tp), tp->mss_cache,
+				 tp->sacked_out);
+	tp->fl_ofo.infl = min(infl, bound);
 	if (tp->fl_ofo.infl) {
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEOFOINFLATED);
 		tp->fl_ofo.infl_max = max(tp->fl_ofo.infl_max,
 					  tp->fl_ofo.infl);
 	}
+}
+
+/* A retransmission timeout (tcp_enter_loss()) with the window inflated:
+ * the inflation ends
+ */
+void __tcp_fl_ofo_timeout(struct sock *sk)
+{
+	tcp_sk(sk)->fl_ofo.infl = 0;
 }
 
 /* SYN-ACK received: @peer_offered the option on it */

@@ -240,6 +240,20 @@ static void ofo_inflate_new_and_dup(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, infl, 7240);
 }
 
+static void ofo_inflate_bound(struct kunit *test)
+{
+	/* cwnd 10: at most 10 segments beyond it, SACKed ones aside */
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_bound(10, 1448, 0), 14480);
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_bound(10, 1448, 5), 21720);
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_extra(tcp_fl_ofo_bound(10, 1448, 5),
+					       1448, 5), 10);
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_extra(tcp_fl_ofo_bound(1, 1448, 0),
+					       1448, 0), 1);
+	/* no overflow for absurd windows */
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_bound(U32_MAX, 1448, 7), U32_MAX);
+	KUNIT_EXPECT_EQ(test, tcp_fl_ofo_bound(0, 0, 0), 0);
+}
+
 static void ofo_inflate_reordered_acks(struct kunit *test)
 {
 	/* The receiver sent duplicate ACKs saying 1448, 2896, 4344 held;
@@ -492,6 +506,7 @@ static struct kunit_case fastlane_ofo_cases[] = {
 	KUNIT_CASE(ofo_plausible),
 	KUNIT_CASE(ofo_inflate_new_and_dup),
 	KUNIT_CASE(ofo_inflate_reordered_acks),
+	KUNIT_CASE(ofo_inflate_bound),
 	KUNIT_CASE(ofo_inflate_rwnd_clamp),
 	KUNIT_CASE(ofo_cwnd_extra),
 	KUNIT_CASE(ofo_receiver_sum),

@@ -577,6 +577,45 @@ static u64 fastlane_link_rate(struct Qdisc *sch)
 	return div_u64((u64)ks.base.speed * 1000000, 8);
 }
 
+/* After a change of the buffers (sch_tree_lock held): drop, oldest first,
+ * what the new ones no longer hold, as fq_codel and fq do, and tell the
+ * qdiscs above.  A data packet dropped here is a drop of the port's and is
+ * notified, as at enqueue; a notification over nf_limit is a cap drop.
+ */
+static void fastlane_trim(struct Qdisc *sch)
+{
+	struct fastlane_sched_data *q = qdisc_priv(sch);
+	unsigned int dropped = 0, dropped_len = 0, len;
+	struct sk_buff *skb;
+
+	rcu_read_lock();	/* fastlane_notify() routes, as at enqueue */
+	while (q->data_backlog > sch->limit - q->nf_limit &&
+	       (skb = __qdisc_dequeue_head(&q->data))) {
+		len = qdisc_pkt_len(skb);
+		q->data_backlog -= len;
+		fastlane_notify(sch, skb);
+		dropped++;
+		dropped_len += len;
+		qdisc_qstats_backlog_dec(sch, skb);
+		qdisc_qstats_drop(sch);
+		rtnl_kfree_skbs(skb, skb);
+	}
+	rcu_read_unlock();
+	while (q->nf_backlog > q->nf_limit &&
+	       (skb = __qdisc_dequeue_head(&q->nfq))) {
+		len = qdisc_pkt_len(skb);
+		q->nf_backlog -= len;
+		q->stats.nf_cap_drops++;
+		dropped++;
+		dropped_len += len;
+		qdisc_qstats_backlog_dec(sch, skb);
+		qdisc_qstats_drop(sch);
+		rtnl_kfree_skbs(skb, skb);
+	}
+	sch->q.qlen -= dropped;
+	qdisc_tree_reduce_backlog(sch, dropped, dropped_len);
+}
+
 static int fastlane_change(struct Qdisc *sch, struct nlattr *opt,
 			   struct netlink_ext_ack *extack)
 {
@@ -664,7 +703,7 @@ static int fastlane_change(struct Qdisc *sch, struct nlattr *opt,
 	q->dscp = dscp;
 	q->ce_threshold = ce_threshold;
 	q->configured = 1;
-	/* what exceeds the new buffers stays queued and drains */
+	fastlane_trim(sch);
 	sch_tree_unlock(sch);
 	return 0;
 }

@@ -361,6 +361,46 @@ def test_caps_hold_under_a_notification_storm(routed):
     assert st["drops"] >= st["nf_cap_drops"]
 
 
+def test_smaller_buffer_drops_the_excess_at_once(routed):
+    """tc qdisc change to a smaller limit or nf_limit: what the new buffers
+    no longer hold is dropped at once, oldest first, as fq_codel and fq
+    do: counted in drops, each data packet notified like any other drop
+    of the port, each notification a cap drop, and taken off the queue
+    length and backlog of the HTB class above (qdisc_tree_reduce_backlog).
+    Before, the excess stayed queued beyond the new limit until it
+    drained."""
+    rate = "1kbit"                  # a 1066-byte frame every 8.5 s
+    # nf_limit 100: a token bucket of 256 bytes once a notification has
+    # been sent (the bucket starts full at the default 3276), so that few
+    # of the notifications below go at once; at 1 byte/s the rest wait
+    port = routed.reset(rate=rate, fl=f"limit 64kb nf_limit 100 nf_rate 8bit rate {rate}")
+    port.burst(False, [1000 + i * PAYLOAD for i in range(40)])
+    port.burst(False, range(3), tos=DSCP << 2, payload=0)
+    wait_until(lambda: port.stats()["nf_sent"] > 0, 20, "a notification left", interval=0.2)
+    port.resize(f"limit 64kb nf_limit 2000 nf_rate 8bit rate {rate}")
+    port.burst(False, range(20), tos=DSCP << 2, payload=0)
+    st0 = port.stats()
+    port.resize(f"limit 6000 nf_limit 200 nf_rate 8bit rate {rate}")
+    st1 = port.stats()
+    print(f"before {st0}\nafter {st1}")
+    assert st0["backlog"] > 10000 and st0["nf_backlog"] > 400, st0
+    assert st1["backlog"] <= 6000 and st1["nf_backlog"] <= 200, st1
+    sent = st1["packets"] - st0["packets"]
+    dropped = st1["drops"] - st0["drops"]
+    cap = st1["nf_cap_drops"] - st0["nf_cap_drops"]
+    # every packet that left the queue was sent or dropped
+    assert st0["qlen"] - st1["qlen"] == sent + dropped, (st0, st1)
+    assert cap >= 3 and dropped - cap >= 5, (st0, st1)
+    # the data dropped was notified, as any drop of the port
+    assert st1["nf_generated"] - st0["nf_generated"] == dropped - cap, (st0, st1)
+
+    def tree():
+        qs = {q["kind"]: q for q in json.loads(tc("-s -j qdisc show dev h2", port.sw))}
+        return qs if qs["htb"]["qlen"] == qs["fastlane"]["qlen"] else None
+    qs = wait_until(tree, 10, "HTB's queue length is its child's", interval=0.2)
+    assert qs["htb"]["backlog"] == qs["fastlane"]["backlog"], qs
+
+
 SLOT_S = 3
 
 

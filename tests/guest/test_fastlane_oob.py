@@ -772,14 +772,39 @@ def unpin_neighbours(ns, pinned):
         sh(f"ip neigh del {dst} dev {dev} 2>/dev/null || true", ns=ns)
 
 
+LONG_RTO = "60s"
+
+
+def rto_route(lab, rto_min):
+    """h1's route to h2 with an RTO floor (None: the default route only)"""
+    h1 = lab.ns("h1")
+    if rto_min is None:
+        sh("ip route del 10.0.2.0/24 2>/dev/null; ip -6 route del fd00:2::/64 2>/dev/null; true", ns=h1)
+    else:
+        sh(f"ip route replace 10.0.2.0/24 via 10.0.1.254 rto_min {rto_min};"
+           f" ip -6 route replace fd00:2::/64 via fd00:1::fe rto_min {rto_min}", ns=h1)
+
+
+def tcp_info_unacked_cwnd(sock):
+    """tcpi_unacked and tcpi_snd_cwnd (segments)"""
+    ti = sock.getsockopt(IPPROTO_TCP, socket.TCP_INFO, 104)
+    return struct.unpack_from("I", ti, 24)[0], struct.unpack_from("I", ti, 80)[0]
+
+
 class Blackholed:
     """h1 -> h2 connected, 1000 bytes delivered, then sw's port towards h2
     drops everything and h1 sends OUTSTANDING more bytes, which stay
     unacknowledged; ack() forges h2's ACKs to h1"""
 
-    def __init__(self, lab, v6):
+    def __init__(self, lab, v6, rto_min=None):
         self.lab, self.v6 = lab, v6
         fam = socket.AF_INET6 if v6 else socket.AF_INET
+        # rto_min: h1's route to h2 with that RTO floor.  LONG_RTO keeps
+        # h1 out of CA_Loss while a test forges ACKs (the inflation ends
+        # with a timeout); finish() then makes h1 resend by a new segment
+        # whose SACK shows the hole
+        self.rto_min = rto_min
+        rto_route(lab, rto_min)
         cap = Capture(lab.ns("h2"))
         try:
             with netns(lab.ns("h2")):
@@ -851,9 +876,16 @@ class Blackholed:
         # next retransmission can be as far off as the cut has lasted
         # (up to TCP_RTO_MAX), however slow the guest was meanwhile
         cut = time.monotonic() - self.holed_at
+        if self.rto_min == LONG_RTO:
+            # the window h2 last advertised, in case a test shrank it
+            self.ack()
         self.restore()
         got = 0
         self.conn.settimeout(min(2 * cut, 120) + 15)
+        if self.rto_min == LONG_RTO:
+            # no timeout comes: a new byte reaches h2, its SACK shows the
+            # hole, and RACK resends it at once
+            self.cli.send(b"z")
         while got < OUTSTANDING:
             got += len(self.conn.recv(65536))
         ok = wait_for(lambda: ioctl_int(self.cli, SIOCOUTQ) == 0, timeout=30)
@@ -867,6 +899,7 @@ class Blackholed:
         self.closed = True
         self.forger.close()
         self.restore()
+        rto_route(self.lab, None)
         for s in (self.cli, self.conn, self.srv):
             s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             s.close()
@@ -884,7 +917,8 @@ def test_forged_values_ignored_and_counted(lab, v6, ts):
     option keeps it, and the real new ACK without it ends it."""
     configure(lab, ofo=(1, 1), ts=ts)
     n0 = nstat(lab.ns("h1"))
-    b = Blackholed(lab, v6)
+    # no timeout while it forges: a timeout ends the inflation
+    b = Blackholed(lab, v6, rto_min=LONG_RTO)
     try:
         assert b.negotiated and bool(b.ts) == bool(ts)
         i = b.ack(ofo_opt(1000))
@@ -931,6 +965,65 @@ def test_forged_values_ignored_and_counted(lab, v6, ts):
     assert d["TcpExtTCPFastLaneOfoBadValue"] == bad
     assert d["TcpExtTCPFastLaneOfoRcvd"] >= 2
     assert d["TcpExtTCPFastLaneOfoNotNegotiated"] == 0
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["v4", "v6"])
+def test_inflation_bounded_by_cwnd_growth(lab, v6):
+    """A negotiated peer that claims outstanding - 1 bytes on every ACK
+    (plausible by construction) lets h1 send that much more, which makes
+    the next claim larger: without a bound the flight grows to the
+    receive window, whatever cwnd says.  The inflation adds at most cwnd
+    segments (the window at most doubles in a round trip, as slow start
+    would)."""
+    configure(lab, ofo=(1, 1))
+    b = Blackholed(lab, v6, rto_min=LONG_RTO)
+    try:
+        assert b.negotiated
+        b.cli.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+        b.cli.send(b"c" * 400_000, socket.MSG_DONTWAIT)
+        seen = []
+        for _ in range(8):
+            out = ioctl_int(b.cli, SIOCOUTQ) - ioctl_int(b.cli, SIOCOUTQNSD)
+            i = b.ack(ofo_opt(out - 1))
+            time.sleep(0.3)         # h1 sends what the inflation allows
+            unacked, cwnd = tcp_info_unacked_cwnd(b.cli)
+            seen.append((out, i["infl"], unacked, cwnd))
+        print(f"claims of outstanding - 1 ({'v6' if v6 else 'v4'}): (outstanding, infl, unacked, cwnd) {seen}")
+        # a TLP probe may go beyond
+        assert all(u <= 2 * c + 1 for _, _, u, c in seen), seen
+    finally:
+        # no finish(): the flight fills cwnd plus the inflation, so no new
+        # segment can show the hole before the 60 s RTO
+        b.close()
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["v4", "v6"])
+def test_inflation_ends_with_a_timeout(lab, v6):
+    """A retransmission timeout ends the inflation: the flight it stood for
+    is lost, cwnd is one segment, and no byte count, old or new, lets
+    h1 send beyond it until the loss recovery is over.  Before, the
+    inflation outlived the RTO and a duplicate ACK in CA_Loss kept or
+    raised it."""
+    configure(lab, ofo=(1, 1))
+    n0 = nstat(lab.ns("h1"))
+    # an RTO floor long enough for the first forged ACK to come before it
+    # in a loaded guest
+    b = Blackholed(lab, v6, rto_min="15s")
+    try:
+        assert b.negotiated
+        i = b.ack(ofo_opt(1000))
+        assert nstat(lab.ns("h1")).get("TcpExtTCPTimeouts", 0) == n0.get("TcpExtTCPTimeouts", 0), \
+            "the RTO came before the first forged ACK"
+        assert i["infl"] == 1000, i
+        assert wait_for(lambda: nstat(lab.ns("h1")).get("TcpExtTCPTimeouts", 0) >
+                        n0.get("TcpExtTCPTimeouts", 0), timeout=60), "no RTO"
+        after = [b.ack()["infl"], b.ack(ofo_opt(1000))["infl"]]
+        print(f"inflation after the RTO ({'v6' if v6 else 'v4'}): {after}")
+        assert after == [0, 0], after
+        ok, i = b.finish()
+    finally:
+        b.close()
+    assert ok, "the data got through once the path was back"
 
 
 @pytest.mark.parametrize("v6", [False, True], ids=["v4", "v6"])
