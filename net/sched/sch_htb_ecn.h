@@ -167,6 +167,8 @@ struct htb_ecn_cls {
 	atomic64_t		ce_marked;	/* packets (segments) */
 	atomic64_t		ece_marked;	/* ACKs */
 	atomic64_t		rwnd_rewrites;	/* ACKs */
+	atomic64_t		acks;		/* ACKs of its flows seen */
+	atomic64_t		rwnd_no_wscale;	/* ACKs left: scale unknown */
 	struct rcu_head		rcu;
 };
 
@@ -490,6 +492,7 @@ enum {
 	HTB_ECN_PASS,
 	HTB_ECN_SET_ECE,
 	HTB_ECN_SET_WINDOW,
+	HTB_ECN_NO_WSCALE,	/* rwnd would lower it: the scale is unknown */
 };
 
 /* The decision for an ACK of flow @f whose class is @c, under the
@@ -539,6 +542,11 @@ static inline int htb_ecn_ack_decide(struct htb_ecn_flow *f,
 		*field = nfield;
 		return HTB_ECN_SET_WINDOW;
 	}
+	/* a flow whose SYN or SYN-ACK this class did not see (its SYNs
+	 * classified elsewhere): its window cannot be read, say so
+	 */
+	if (mode == TC_HTB_ECN_RWND && htb_ecn_over(backlog, thresh))
+		return HTB_ECN_NO_WSCALE;
 	return HTB_ECN_PASS;
 }
 
@@ -612,6 +620,7 @@ static inline bool htb_ecn_ack(struct htb_ecn_table *t, struct xarray *classes,
 	if (!c)
 		goto out;
 	f->stamp = now;
+	atomic64_inc(&c->acks);
 	verdict = htb_ecn_ack_decide(f, c, &p, &field);
 out:
 	spin_unlock(&b->lock);
@@ -623,6 +632,8 @@ out:
 	} else if (verdict == HTB_ECN_SET_WINDOW) {
 		if (htb_ecn_rewrite(skb, p.thoff, 14, htons(field)))
 			atomic64_inc(&c->rwnd_rewrites);
+	} else if (verdict == HTB_ECN_NO_WSCALE) {
+		atomic64_inc(&c->rwnd_no_wscale);
 	}
 	return true;
 }

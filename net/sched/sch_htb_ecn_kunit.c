@@ -470,7 +470,7 @@ static void htb_ecn_ack_rwnd_scales(struct kunit *test)
 	}
 }
 
-/* a flow whose handshake was not seen is left alone by rwnd */
+/* a flow whose handshake was not seen is left alone by rwnd, and counted */
 static void htb_ecn_ack_rwnd_unknown_scale(struct kunit *test)
 {
 	struct sk_buff *skb;
@@ -486,7 +486,15 @@ static void htb_ecn_ack_rwnd_unknown_scale(struct kunit *test)
 					     .win = 1000, .wscale = -1 });
 	KUNIT_EXPECT_EQ(test, ntohs(t_th(skb, false)->window), 1000);
 	KUNIT_EXPECT_EQ(test, atomic64_read(&e.cls.rwnd_rewrites), 0LL);
+	/* ... and counted, over the threshold only */
+	KUNIT_EXPECT_EQ(test, atomic64_read(&e.cls.rwnd_no_wscale), 1LL);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&e.cls.acks), 1LL);
 	kfree_skb(skb);
+	e.cls.backlog = 1000;
+	kfree_skb(t_in(test, &e, (struct t_pkt){ .flags = TCPHDR_ACK, .ack = 1 + 2 * T_MSS,
+						 .win = 1000, .wscale = -1 }));
+	KUNIT_EXPECT_EQ(test, atomic64_read(&e.cls.rwnd_no_wscale), 1LL);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&e.cls.acks), 2LL);
 	t_env_fini(&e);
 }
 

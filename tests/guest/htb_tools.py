@@ -186,6 +186,54 @@ def appstats(ifname):
     print(json.dumps(out), flush=True)
 
 
+def dump(ifname, rtm):
+    """The messages of an RTM_GET{QDISC,TCLASS} dump of ifname: (handle,
+    attributes of the message) each"""
+    ifindex = socket.if_nametoindex(ifname)
+    s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
+    tcm = struct.pack("=BxxxiIII", socket.AF_UNSPEC, ifindex, 0, 0, 0)
+    s.send(struct.pack("=IHHII", 16 + len(tcm), rtm, NLM_F_REQUEST | NLM_F_DUMP, 1, 0) + tcm)
+    msgs = []
+    done = False
+    while not done:
+        buf = s.recv(1 << 16)
+        off = 0
+        while off + 16 <= len(buf):
+            ln, typ, _fl, _seq, _pid = struct.unpack_from("=IHHII", buf, off)
+            if typ in (NLMSG_DONE, NLMSG_ERROR):
+                done = True
+                break
+            msg = buf[off + 16:off + ln]
+            _fam, ifi, handle, _par, _info = struct.unpack_from("=BxxxiIII", msg)
+            if ifi == ifindex:
+                msgs.append((handle, list(attrs(msg[20:]))))
+            off += (ln + 3) & ~3
+    return msgs
+
+
+RTM_GETQDISC, TCA_KIND, TCA_OPTIONS = 38, 1, 2
+
+
+def options(ifname):
+    """The TCA_OPTIONS of each HTB qdisc and class of ifname, as the
+    kernel sent them: hex of the nest's payload and its attributes'
+    (type, length); and the length of each one's TCA_STATS_APP"""
+    out = {}
+    for what, rtm in (("qdisc", RTM_GETQDISC), ("class", RTM_GETTCLASS)):
+        for handle, at in dump(ifname, rtm):
+            d = dict(at)
+            if d.get(TCA_KIND, b"").rstrip(b"\0") != b"htb":
+                continue
+            opt = d.get(TCA_OPTIONS, b"")
+            app = None
+            for t2, v2 in attrs(d.get(TCA_STATS2, b"")):
+                if t2 == TCA_STATS_APP:
+                    app = len(v2)
+            out[f"{what} {handle >> 16:x}:{handle & 0xFFFF:x}"] = {
+                "hex": opt.hex(), "attrs": [[t, len(v)] for t, v in attrs(opt)], "app": app}
+    print(json.dumps(out), flush=True)
+
+
 def main(argv):
     v6 = "-6" in argv
     argv = [a for a in argv if a != "-6"]
@@ -201,6 +249,8 @@ def main(argv):
         udpect(argv[1], int(argv[2]), v6)
     elif cmd == "appstats":
         appstats(argv[1])
+    elif cmd == "options":
+        options(argv[1])
     elif cmd == "badframes":
         badframes(argv[1], argv[2])
     else:
