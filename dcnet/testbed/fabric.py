@@ -483,6 +483,27 @@ class Fabric:
                 with netns(self.ns(h.name)), PrestoGro() as pg:
                     pg.set("eth0", enabled=1, **knobs)
 
+    def presto_plan(self, method="flowcell", flowcell_bytes=None):
+        """the declared topology Presto's tables are computed from (the
+        plan JSON of dcnet/controller/plan.py): hosts with their bridge's
+        datapath ID and ports, leaves, spines, and every fabric link and
+        host uplink with its rate now (0: down)"""
+        from dcnet.controller.plan import PORT_UP, PORT_VM
+        spines = [s for s in self.switches if s.startswith("s")]
+        leaves = [s for s in self.switches if not s.startswith("s")]
+        hosts = [dict(name=h.name, index=h.index, mac=h.mac, ip=h.ip, ip6=h.ip6, leaf=h.leaf,
+                      dpid=h.index, bridge=f"b{h.index}", port_host=PORT_VM, port_up=PORT_UP)
+                 for h in sorted(self.hosts.values(), key=lambda h: h.index)]
+        links = [dict(a=leaf, b=spine, mbit=self.link_rate(leaf, spine)) for leaf in leaves for spine in spines
+                 if self.topo.kind == "clos"]
+        for h in hosts:
+            # the host's NIC towards its leaf: vs:uN - leaf:hN
+            cut = frozenset({("vs", f"u{h['index']}"), (h["leaf"], h["name"])}) in self.down
+            rate = self.rates.get(frozenset({h["name"], h["leaf"]}), self.topo.link_mbit)
+            links.append(dict(a=h["name"], b=h["leaf"], mbit=0.0 if cut else rate))
+        return dict(version=1, method=method, flowcell_bytes=flowcell_bytes or self.flowcell_bytes,
+                    hosts=hosts, leaves=leaves, spines=spines, links=links)
+
     def link_rate(self, a, b):
         """a link's rate in Mbit/s now: 0 when it is down"""
         if not self.is_up(a, b):

@@ -34,13 +34,12 @@ Controller), then in every bridge bN
     The source MAC is left alone: it carries the flowcell ID to the
     receiver's GRO.
 
-Why a Python controller driving ovs-ofctl and not an os-ken app: the
-guest has no os-ken, every decision the controller takes is a table
-computed from the topology (no packet-in), and ovs-ofctl's batch files
-(`add-flows`, `add-groups`, `mod-group`) give one process per bridge per
+The tables come from dcnet/controller/plan.py (the fabric's plan,
+Fabric.presto_plan()).  PrestoController drives ovs-ofctl batch files
+(`add-flows`, `add-groups`, modify lines), one process per bridge per
 change.
 """
-import math
+import json
 import os
 import shutil
 import subprocess
@@ -48,13 +47,13 @@ import tempfile
 import time
 
 from dcnet import config
+from dcnet.controller.plan import PORT_UP, PORT_VM, QUANTA, Plan, ofctl_flow, ofctl_group, shadow_mac  # noqa: F401
+from dcnet.controller import plan as _plan
 
 from dcnet.testbed.ns import ns_exec
 
 FLOWCELL_BYTES = 65536
-QUANTA = 4                      # weight resolution: quarters of the best tree
 VS = "vs"                       # the vSwitches' namespace (node name)
-PORT_VM, PORT_UP = 1, 2         # OpenFlow ports of bridge bN: vN, uN
 
 # the patched Open vSwitch as `make ovs` installs it ($BUILD/ovs-install)
 OVS_PROGRAMS = {
@@ -67,13 +66,6 @@ OVS_PROGRAMS = {
     "ovsdb-server": "sbin/ovsdb-server",
     "vswitch.ovsschema": "share/openvswitch/vswitch.ovsschema",
 }
-
-
-def shadow_mac(index, tree):
-    """host index (1..), tree (0 = the real MAC, 1.. = spine)"""
-    if not 0 <= tree <= 0xff or not 1 <= index <= 0xffff:
-        raise ValueError(f"shadow MAC of host {index}, tree {tree}: out of range")
-    return "02:dc:%02x:00:%02x:%02x" % (tree, index >> 8, index & 0xff)
 
 
 def ovs_dir():
@@ -105,20 +97,7 @@ def have_ovs():
 def group_spec(dst_index, buckets, method="flowcell", flowcell_bytes=FLOWCELL_BYTES):
     """one ovs-ofctl group line: buckets [(tree, weight)] towards host
     dst_index.  method "flowcell" (Presto) or "hash" (per-flow dp_hash)."""
-    if not buckets:
-        raise ValueError(f"group {dst_index}: no usable tree")
-    if method == "flowcell":
-        # ovs-patches: the datapath's flowcell dp_hash algorithm
-        sel = f"selection_method=flowcell,flowcell_size={flowcell_bytes}"
-    elif method == "hash":
-        sel = "selection_method=dp_hash"
-    else:
-        raise ValueError(f"method {method!r}: flowcell or hash")
-    parts = [f"group_id={dst_index},type=select,{sel}"]
-    for tree, weight in buckets:
-        parts.append(f"bucket=bucket_id:{tree},weight:{weight},"
-                     f"actions=set_field:{shadow_mac(dst_index, tree)}->eth_dst,output:{PORT_UP}")
-    return ",".join(parts)
+    return ofctl_group(dst_index, buckets, method, flowcell_bytes, PORT_UP)
 
 
 class VSwitch:
@@ -263,28 +242,9 @@ class VSwitch:
 
 
 def tree_weights(fab, src_leaf, dst_leaf, trees, spines):
-    """[(tree, weight)] for traffic from src_leaf to dst_leaf: a tree's
-    weight is its bottleneck rate for the pair (0: a cut link prunes it),
-    in quarters of the largest (Presto Sec. 3.3's weighted sequences)"""
-    caps = []
-    for t in trees:
-        if src_leaf == dst_leaf or not spines:
-            cap = 1.0
-        else:
-            s = spines[t - 1]
-            cap = min(fab.link_rate(src_leaf, s), fab.link_rate(s, dst_leaf))
-        caps.append((t, cap))
-    top = max((c for _, c in caps), default=0)
-    if top <= 0:
-        return []
-    # quarters of the best tree's rate, reduced: equal trees weigh 1
-    # each, a tree at half rate 1 against 2 (OVS repeats a bucket as
-    # often as its weight in the group's round robin sequence)
-    w = [(t, max(1, round(QUANTA * c / top))) for t, c in caps if c > 0]
-    g = 0
-    for _, x in w:
-        g = math.gcd(g, x)
-    return [(t, x // g) for t, x in w]
+    """[(tree, weight)] for traffic from src_leaf to dst_leaf
+    (dcnet/controller/plan.py tree_weights over the fabric's link rates)"""
+    return _plan.tree_weights(fab.link_rate, src_leaf, dst_leaf, trees, spines)
 
 
 class PrestoController:
@@ -302,30 +262,25 @@ class PrestoController:
     def hosts(self):
         return sorted(self.fab.hosts.values(), key=lambda h: h.index)
 
-    def _buckets(self, src, dst):
-        return tree_weights(self.fab, src.leaf, dst.leaf, self.l2.trees(), self.l2.spines)
+    def plan(self):
+        """the fabric's plan now (dcnet/controller/plan.py), its links'
+        rates included"""
+        return Plan(self.fab.presto_plan(method=self.method, flowcell_bytes=self.flowcell_bytes))
 
     def install(self):
         t0 = time.monotonic()
         hosts = self.hosts()
         self.l2.install_many([(shadow_mac(h.index, t), h.name, t) for h in hosts for t in self.l2.trees()])
         t1 = time.monotonic()
-        for src in hosts:
+        p = self.plan()
+        for src in p.hosts:
             groups = []
-            for dst in hosts:
-                if dst is src:
-                    continue
-                b = self._buckets(src, dst)
-                self.groups[(src.index, dst.index)] = b
-                groups.append(group_spec(dst.index, b, self.method, self.flowcell_bytes))
-            flows = [f"priority=10,in_port={PORT_VM},dl_dst={dst.mac},actions=group:{dst.index}"
-                     for dst in hosts if dst is not src]
-            flows.append(f"priority=5,in_port={PORT_VM},actions=output:{PORT_UP}")
-            flows += [f"priority=10,in_port={PORT_UP},dl_dst={shadow_mac(src.index, t)},"
-                      f"actions=set_field:{src.mac}->eth_dst,output:{PORT_VM}" for t in self.l2.trees()]
-            flows.append(f"priority=5,in_port={PORT_UP},actions=output:{PORT_VM}")
-            self.vs.ofctl("add-groups", f"b{src.index}", "-", input="\n".join(groups) + "\n")
-            self.vs.ofctl("add-flows", f"b{src.index}", "-", input="\n".join(flows) + "\n")
+            for dst, b in p.groups(src).items():
+                self.groups[(src["index"], dst)] = b
+                groups.append(group_spec(dst, b, self.method, self.flowcell_bytes))
+            flows = [ofctl_flow(f) for f in p.flows(src)]
+            self.vs.ofctl("add-groups", f"b{src['index']}", "-", input="\n".join(groups) + "\n")
+            self.vs.ofctl("add-flows", f"b{src['index']}", "-", input="\n".join(flows) + "\n")
         self.timing = dict(fabric_s=t1 - t0, vswitches_s=time.monotonic() - t1)
 
     def link_changed(self, cause=""):
@@ -343,18 +298,16 @@ class PrestoController:
         self.l2.link_changed(pinned=shadows)
         t1 = time.monotonic()
         changed, inputs = 0, []
-        for src in self.hosts():
+        p = self.plan()
+        for src in p.hosts:
             mods = []
-            for dst in self.hosts():
-                if dst is src:
-                    continue
-                b = self._buckets(src, dst)
-                if b != self.groups.get((src.index, dst.index)) and b:
-                    self.groups[(src.index, dst.index)] = b
-                    mods.append(group_spec(dst.index, b, self.method, self.flowcell_bytes))
+            for dst, b in p.groups(src).items():
+                if b != self.groups.get((src["index"], dst)) and b:
+                    self.groups[(src["index"], dst)] = b
+                    mods.append(group_spec(dst, b, self.method, self.flowcell_bytes))
             if mods:
                 # add-groups reads "modify" lines too: one process per bridge
-                inputs.append((f"b{src.index}", "".join(f"modify {m}\n" for m in mods)))
+                inputs.append((f"b{src['index']}", "".join(f"modify {m}\n" for m in mods)))
                 changed += len(mods)
         # every bridge at once
         self.vs.ofctl_many("add-groups", inputs)
@@ -362,3 +315,4 @@ class PrestoController:
                   failover_entries=detoured, restored=restored, groups_changed=changed, bridges=len(inputs))
         self.events.append(ev)
         return ev
+
