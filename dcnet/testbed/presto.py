@@ -35,14 +35,18 @@ Controller), then in every bridge bN
     receiver's GRO.
 
 The tables come from dcnet/controller/plan.py (the fabric's plan,
-Fabric.presto_plan()).  PrestoController drives ovs-ofctl batch files
-(`add-flows`, `add-groups`, modify lines), one process per bridge per
-change.
+Fabric.presto_plan()).  Two ways install them: PrestoController drives
+ovs-ofctl batch files (`add-flows`, `add-groups`, modify lines), one
+process per bridge per change, with no process of its own (the
+default); OpenFlowPresto (Fabric(..., presto_controller=True)) runs the
+OpenFlow controller (dcnet/controller/app.py, os-ken) in namespace
+PREFIX-vs and points every bridge at it.
 """
 import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -175,22 +179,35 @@ class VSwitch:
     def mgmt(self, bridge):
         return f"unix:{self.dir}/{bridge}.mgmt"
 
-    def add_bridges(self, indexes):
+    def add_bridges(self, indexes, controller=None):
         """bridge bN with ports vN (OpenFlow 1) and uN (2), one transaction.
         uN is the host's NIC, shaped by dcnet/testbed/fabric.py before it joins
         the bridge: its QoS is `linux-noop`, or ovs-vswitchd would replace
         the NIC's qdisc (HTB at the link rate) with the device's default
-        (noqueue on a veth), leaving Presto's senders unshaped."""
+        (noqueue on a veth), leaving Presto's senders unshaped.  The
+        bridge's datapath ID is N (the controller's plan names hosts by
+        it).  controller: the OpenFlow controller's address
+        (tcp:127.0.0.1:PORT), out of band; fail_mode stays secure, so a
+        bridge keeps forwarding with its tables while the controller is
+        away"""
         t0 = time.monotonic()
         args = ["--", "--id=@noop", "create", "qos", "type=linux-noop"]
         for n in indexes:
             args += ["--", "add-br", f"b{n}",
                      "--", "set", "bridge", f"b{n}", "fail_mode=secure",
                      "protocols=OpenFlow10,OpenFlow13,OpenFlow15",
+                     f"other-config:datapath-id={n:016x}",
                      "--", "add-port", f"b{n}", f"v{n}", "--", "set", "interface", f"v{n}",
                      f"ofport_request={PORT_VM}",
                      "--", "add-port", f"b{n}", f"u{n}", "--", "set", "interface", f"u{n}",
                      f"ofport_request={PORT_UP}", "--", "set", "port", f"u{n}", "qos=@noop"]
+            if controller:
+                # reconnect within a second of the controller's return;
+                # an inactivity probe that a loaded guest cannot miss
+                # (a dead controller closes the TCP connection anyway)
+                args += ["--", "set-controller", f"b{n}", controller,
+                         "--", "set", "controller", f"b{n}", "connection-mode=out-of-band",
+                         "max_backoff=1000", "inactivity_probe=60000"]
         self.vsctl(*args)
         self.timing["bridges_s"] = time.monotonic() - t0
 
@@ -316,3 +333,157 @@ class PrestoController:
         self.events.append(ev)
         return ev
 
+
+CONTROLLER_PORT = 6653          # the OpenFlow controller's port in namespace PREFIX-vs
+
+
+class OpenFlowPresto(PrestoController):
+    """Presto with the OpenFlow controller (dcnet/controller, os-ken) as a
+    process of its own in namespace PREFIX-vs: the bridges connect to it
+    over TCP (tcp:127.0.0.1:CONTROLLER_PORT) and it installs their groups
+    and flows.  The fabric's switches are Linux bridges, not OpenFlow
+    switches: their entries stay with Fabric's L2 Controller (bridge fdb),
+    and a link change reaches the controller as a report on its control
+    socket (what a physical fabric's link monitor sends), after the
+    fabric's own stages.  A host's uplink it sees itself (port status)."""
+
+    def __init__(self, fab, vswitch, method="flowcell", flowcell_bytes=FLOWCELL_BYTES,
+                 port=CONTROLLER_PORT):
+        super().__init__(fab, vswitch, method, flowcell_bytes)
+        self.port = port
+        self.dir = vswitch.dir
+        self.plan_path = os.path.join(self.dir, "plan.json")
+        self.state_path = os.path.join(self.dir, "controller-state.json")
+        self.control = os.path.join(self.dir, "controller.sock")
+        self.log_path = os.path.join(self.dir, "controller.log")
+        self.proc = None
+        self.reported = {}          # (a, b) -> Mbit/s the controller was told
+
+    @property
+    def target(self):
+        return f"tcp:127.0.0.1:{self.port}"
+
+    def write_plan(self):
+        """the plan as it stands (links' rates now), for the controller to
+        start from"""
+        d = self.fab.presto_plan(method=self.method, flowcell_bytes=self.flowcell_bytes)
+        tmp = self.plan_path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(d, f, indent=1)
+        os.replace(tmp, self.plan_path)
+        self.reported = {(x["a"], x["b"]): x["mbit"] for x in d["links"]}
+
+    def start(self):
+        """write the plan and start the controller (no wait)"""
+        self.write_plan()
+        for p in (self.control, self.state_path):
+            try:
+                os.unlink(p)
+            except FileNotFoundError:
+                pass
+        # dcnet from where this process has it (the venv, or the guest's
+        # PYTHONPATH), os-ken from the same interpreter
+        log = open(self.log_path, "a")
+        self.proc = subprocess.Popen(
+            ns_exec(self.fab.ns(VS)) + [sys.executable, "-m", "dcnet.controller", "--plan", self.plan_path,
+                                        "--listen", f"127.0.0.1:{self.port}", "--state", self.state_path,
+                                        "--control", self.control],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+
+    def stop(self):
+        """stop the controller (the bridges keep their tables: fail_mode secure)"""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    close = stop
+
+    def state(self, timeout=60.0):
+        from dcnet.controller import client
+        return client.state(self.control, timeout)
+
+    def wait_synced(self, timeout=600.0, after=None, hosts=None):
+        """wait until every bridge (hosts: those of these host indexes) is
+        connected and its last resync committed (after: a time.time() the
+        sync must be later than); returns the controller's state"""
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"controller exited ({self.proc.returncode}): {self.log_tail()}")
+            if os.path.exists(self.control):
+                try:
+                    last = self.state(timeout=30)
+                except (OSError, ValueError, RuntimeError):
+                    last = None
+                if last and all(s["connected"] and s["synced"] and (after is None or s["last_sync"] > after)
+                                for k, s in last["switches"].items() if hosts is None or int(k) in hosts):
+                    return last
+            time.sleep(0.5)
+        raise TimeoutError(f"bridges not in sync with the controller after {timeout} s: "
+                           f"{last and last['switches']}; {self.log_tail()}")
+
+    def log_tail(self, n=2000):
+        try:
+            with open(self.log_path) as f:
+                return f.read()[-n:]
+        except OSError:
+            return ""
+
+    def install(self):
+        t0 = time.monotonic()
+        hosts = self.hosts()
+        self.l2.install_many([(shadow_mac(h.index, t), h.name, t) for h in hosts for t in self.l2.trees()])
+        t1 = time.monotonic()
+        if self.proc is None:
+            self.start()
+        st = self.wait_synced()
+        p = self.plan()
+        for src in p.hosts:
+            for dst, b in p.groups(src).items():
+                self.groups[(src["index"], dst)] = b
+        self.timing = dict(fabric_s=t1 - t0, vswitches_s=time.monotonic() - t1,
+                           controller_pid=st["pid"])
+
+    def link_changed(self, cause=""):
+        """the fabric's stages as PrestoController's, then every link whose
+        rate changed is reported to the controller, which modifies the
+        groups and answers once every bridge has acknowledged them
+        (barriers): groups_s"""
+        from dcnet.controller import client
+        t0 = time.monotonic()
+        shadows = {shadow_mac(h.index, t) for h in self.hosts() for t in self.l2.trees()}
+        detoured = self.l2.fast_failover(shadows)
+        restored = self.l2.restore(shadows)
+        tf = time.monotonic()
+        self.l2.link_changed(pinned=shadows)
+        t1 = time.monotonic()
+        d = self.fab.presto_plan(method=self.method, flowcell_bytes=self.flowcell_bytes)
+        changed, bridges, acked = 0, 0, True
+        for x in d["links"]:
+            key = (x["a"], x["b"])
+            if self.reported.get(key) == x["mbit"]:
+                continue
+            ev = client.link(self.control, x["a"], x["b"], x["mbit"], timeout=300)
+            self.reported[key] = x["mbit"]
+            changed += ev["groups_changed"]
+            bridges = max(bridges, ev["bridges"])
+            acked = acked and ev.get("acked", False)
+        p = Plan(d)
+        for src in p.hosts:
+            for dst, b in p.groups(src).items():
+                if b:
+                    self.groups[(src["index"], dst)] = b
+        ev = dict(cause=cause, failover_s=tf - t0, fabric_s=t1 - tf, groups_s=time.monotonic() - t1,
+                  failover_entries=detoured, restored=restored, groups_changed=changed, bridges=bridges,
+                  acked=acked)
+        self.events.append(ev)
+        return ev
