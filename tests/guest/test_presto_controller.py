@@ -7,8 +7,11 @@ carrier reaches the controller as a port-status and empties the groups
 towards that host, and its return restores them; a restarted controller
 and a bridge that reconnects are resynced (flows deleted behind the
 controller's back come back, flows of other cookies stay)."""
+import os
 import re
+import shutil
 import subprocess
+import threading
 import time
 
 import pytest
@@ -33,7 +36,20 @@ def fab():
     topo = Topology(kind="clos", spines=2, leaves=2, hosts_per_leaf=1, link_mbit=100, buffer_bytes=262144)
     f = Fabric(topo, mode="presto", prefix="tq", presto_controller=True)
     yield f
+    keep(f)
     f.close()
+
+
+def keep(fab):
+    """the controller's plan, state and log into the results directory"""
+    out = config.get("DCNET_OUT")
+    if not out or not fab.presto:
+        return
+    for name in ("plan.json", "controller-state.json", "controller.log"):
+        try:
+            shutil.copy(os.path.join(fab.presto.dir, name), os.path.join(out, f"presto-{name}"))
+        except OSError:
+            pass
 
 
 def groups(fab, bridge):
@@ -61,10 +77,30 @@ def until(cond, what, timeout=WAIT_S):
     pytest.fail(f"after {timeout} s: {what}")
 
 
+def tables(fab):
+    """the bridges' tables and the controller's log, for a failure message"""
+    out = []
+    for b in ("b1", "b2"):
+        out += [fab.vswitch.ofctl("dump-groups", b), fab.vswitch.ofctl("dump-flows", b)]
+    out.append(fab.presto.log_tail(3000))
+    return "\n".join(out)
+
+
+def bounded(fab, nbytes, src="h1", dst="h2", limit=240):
+    """transfer() that must end within limit seconds (a loaded guest
+    takes tens of seconds for 4 MB; a broken path never ends)"""
+    got = []
+    t = threading.Thread(target=lambda: got.append(transfer(fab, nbytes, src=src, dst=dst)), daemon=True)
+    t.start()
+    t.join(limit)
+    if t.is_alive() or got != [nbytes]:
+        pytest.fail(f"{src} -> {dst}: {got or 'not done'} of {nbytes} bytes in {limit} s\n{tables(fab)}")
+
+
 def spread(fab):
     """send 4 MB h1 -> h2; the packets each spine carried towards l2"""
     before = spine_packets(fab)
-    assert transfer(fab, 4 * MB) == 4 * MB
+    bounded(fab, 4 * MB)
     after = spine_packets(fab)
     return {s: after[s] - before[s] for s in after}
 
@@ -119,9 +155,14 @@ def test_a_host_uplink_port_status_empties_and_restores_its_groups(fab):
     assert groups(fab, "b2") == {1: [1, 2]}
     assert fab.presto.state()["errors"] == []
     # carrier back on a veth takes a moment; then traffic flows again
-    until(lambda: transfer(fab, MB) == MB, "no traffic after the uplink came back")
+    bounded(fab, MB)
+    bounded(fab, MB, src="h2", dst="h1")
 
 
+# A restart costs a Python process with os-ken's imports (20 s in a loaded
+# guest) on top of two 4 MB transfers: 427 s in one run on a machine
+# with a load of 16 on 2 cores, so more than the default 600 s of room.
+@pytest.mark.timeout(1200)
 def test_a_restarted_controller_resyncs_the_bridges(fab):
     old = fab.presto.proc.pid
     fab.presto.stop()
@@ -135,7 +176,7 @@ def test_a_restarted_controller_resyncs_the_bridges(fab):
     assert len(flows(fab, "b1")) == 1
     t = time.time()
     fab.presto.start()
-    st = fab.presto.wait_synced(timeout=600, after=t)
+    st = fab.presto.wait_synced(timeout=300, after=t)
     assert st["pid"] != old
     f = flows(fab, "b1")
     assert len([x for x in f if f"cookie={COOKIE:#x}" in x]) == 5, f
@@ -156,8 +197,8 @@ def test_a_bridge_that_reconnects_is_resynced(fab):
     t = time.time()
     fab.vswitch.vsctl("set-controller", "b2", fab.presto.target, "--", "set", "controller", "b2",
                       "connection-mode=out-of-band", "max_backoff=1000", "inactivity_probe=60000")
-    st = fab.presto.wait_synced(timeout=600, after=t, hosts=[2])
+    st = fab.presto.wait_synced(timeout=300, after=t, hosts=[2])
     assert st["switches"]["2"]["resyncs"] == resyncs + 1
     assert groups(fab, "b2") == {1: [1, 2]}
     assert len(flows(fab, "b2")) == 5
-    assert transfer(fab, MB, src="h2", dst="h1") == MB
+    bounded(fab, MB, src="h2", dst="h1")
