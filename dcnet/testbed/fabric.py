@@ -146,7 +146,7 @@ class Fabric:
     def __init__(self, topo, mode="ecmp", prefix="tb", subflows=8, hash_seed=None,
                  hash_fields=None,
                  flowcell_bytes=None, presto_gro=False, flowcell_seed=None, presto_gro_knobs=None,
-                 flowlet_gap_us=None):
+                 flowlet_gap_us=None, presto_controller=False):
         from dcnet.testbed.presto import FLOWCELL_BYTES
         modes.get(mode)                 # ValueError: not a mode
         self.flowcell_bytes = flowcell_bytes or FLOWCELL_BYTES
@@ -160,6 +160,12 @@ class Fabric:
         if flowlet_gap_us and mode != "presto":
             raise ValueError(f"flowlet_gap_us needs mode presto, not {mode!r}")
         self.flowlet_gap_us = flowlet_gap_us or None
+        # Presto's modes: the hosts' bridges take their tables from the
+        # OpenFlow controller (dcnet/controller, a process of its own)
+        # instead of ovs-ofctl batches
+        if presto_controller and not modes.get(mode).vswitched:
+            raise ValueError(f"presto_controller needs mode presto or l2ecmp, not {mode!r}")
+        self.presto_controller = bool(presto_controller)
         self.vswitch = self.presto = None
         self.rates = {}             # frozenset({a, b}) -> Mbit/s set by degrade_link()
         self.topo, self.mode, self.prefix, self.subflows = topo, mode, prefix, subflows
@@ -461,17 +467,21 @@ class Fabric:
         batch("tc", tcl, ns)
 
     def _build_vswitches(self):
-        from dcnet.testbed.presto import PrestoController, VSwitch
+        from dcnet.testbed.presto import OpenFlowPresto, PrestoController, VSwitch
         self.vswitch = VSwitch(self)
         self.vswitch.start()
-        self.vswitch.add_bridges([h.index for h in self.hosts.values()])
+        kind = OpenFlowPresto if self.presto_controller else PrestoController
+        self.presto = kind(self, self.vswitch, method="flowcell" if self.mode == "presto" else "hash",
+                           flowcell_bytes=self.flowcell_bytes)
+        if self.presto_controller:
+            # the controller first: the bridges connect as they appear
+            self.presto.start()
+        self.vswitch.add_bridges([h.index for h in self.hosts.values()],
+                                 controller=self.presto.target if self.presto_controller else None)
         if self.flowcell_seed is not None and self.mode == "presto":
             self.flowcell_seed_error = self.vswitch.set_flowcell_seed(self.flowcell_seed)
         if self.flowlet_gap_us:
             self.vswitch.set_flowlet_gap(self.flowlet_gap_us)
-        self.presto = PrestoController(self, self.vswitch,
-                                       method="flowcell" if self.mode == "presto" else "hash",
-                                       flowcell_bytes=self.flowcell_bytes)
         self.presto.install()
         if self.presto_gro:
             # the receivers' Presto GRO on every host's eth0, over its
@@ -482,6 +492,27 @@ class Fabric:
             for h in self.hosts.values():
                 with netns(self.ns(h.name)), PrestoGro() as pg:
                     pg.set("eth0", enabled=1, **knobs)
+
+    def presto_plan(self, method="flowcell", flowcell_bytes=None):
+        """the declared topology Presto's tables are computed from (the
+        plan JSON of dcnet/controller/plan.py): hosts with their bridge's
+        datapath ID and ports, leaves, spines, and every fabric link and
+        host uplink with its rate now (0: down)"""
+        from dcnet.controller.plan import PORT_UP, PORT_VM
+        spines = [s for s in self.switches if s.startswith("s")]
+        leaves = [s for s in self.switches if not s.startswith("s")]
+        hosts = [dict(name=h.name, index=h.index, mac=h.mac, ip=h.ip, ip6=h.ip6, leaf=h.leaf,
+                      dpid=h.index, bridge=f"b{h.index}", port_host=PORT_VM, port_up=PORT_UP)
+                 for h in sorted(self.hosts.values(), key=lambda h: h.index)]
+        links = [dict(a=leaf, b=spine, mbit=self.link_rate(leaf, spine)) for leaf in leaves for spine in spines
+                 if self.topo.kind == "clos"]
+        for h in hosts:
+            # the host's NIC towards its leaf: vs:uN - leaf:hN
+            cut = frozenset({("vs", f"u{h['index']}"), (h["leaf"], h["name"])}) in self.down
+            rate = self.rates.get(frozenset({h["name"], h["leaf"]}), self.topo.link_mbit)
+            links.append(dict(a=h["name"], b=h["leaf"], mbit=0.0 if cut else rate))
+        return dict(version=1, method=method, flowcell_bytes=flowcell_bytes or self.flowcell_bytes,
+                    hosts=hosts, leaves=leaves, spines=spines, links=links)
 
     def link_rate(self, a, b):
         """a link's rate in Mbit/s now: 0 when it is down"""
@@ -644,6 +675,8 @@ class Fabric:
                 p.kill()
                 p.wait()
         self.procs = []
+        if self.presto is not None and hasattr(self.presto, "close"):
+            self.presto.close()
         if self.vswitch:
             self.vswitch.stop()
             self.vswitch = None

@@ -34,27 +34,30 @@ Controller), then in every bridge bN
     The source MAC is left alone: it carries the flowcell ID to the
     receiver's GRO.
 
-Why a Python controller driving ovs-ofctl and not an os-ken app: the
-guest has no os-ken, every decision the controller takes is a table
-computed from the topology (no packet-in), and ovs-ofctl's batch files
-(`add-flows`, `add-groups`, `mod-group`) give one process per bridge per
-change.
+The tables come from dcnet/controller/plan.py (the fabric's plan,
+Fabric.presto_plan()).  Two ways install them: PrestoController drives
+ovs-ofctl batch files (`add-flows`, `add-groups`, modify lines), one
+process per bridge per change, with no process of its own (the
+default); OpenFlowPresto (Fabric(..., presto_controller=True)) runs the
+OpenFlow controller (dcnet/controller/app.py, os-ken) in namespace
+PREFIX-vs and points every bridge at it.
 """
-import math
+import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 
 from dcnet import config
+from dcnet.controller.plan import PORT_UP, PORT_VM, QUANTA, Plan, ofctl_flow, ofctl_group, shadow_mac  # noqa: F401
+from dcnet.controller import plan as _plan
 
 from dcnet.testbed.ns import ns_exec
 
 FLOWCELL_BYTES = 65536
-QUANTA = 4                      # weight resolution: quarters of the best tree
 VS = "vs"                       # the vSwitches' namespace (node name)
-PORT_VM, PORT_UP = 1, 2         # OpenFlow ports of bridge bN: vN, uN
 
 # the patched Open vSwitch as `make ovs` installs it ($BUILD/ovs-install)
 OVS_PROGRAMS = {
@@ -67,13 +70,6 @@ OVS_PROGRAMS = {
     "ovsdb-server": "sbin/ovsdb-server",
     "vswitch.ovsschema": "share/openvswitch/vswitch.ovsschema",
 }
-
-
-def shadow_mac(index, tree):
-    """host index (1..), tree (0 = the real MAC, 1.. = spine)"""
-    if not 0 <= tree <= 0xff or not 1 <= index <= 0xffff:
-        raise ValueError(f"shadow MAC of host {index}, tree {tree}: out of range")
-    return "02:dc:%02x:00:%02x:%02x" % (tree, index >> 8, index & 0xff)
 
 
 def ovs_dir():
@@ -105,20 +101,7 @@ def have_ovs():
 def group_spec(dst_index, buckets, method="flowcell", flowcell_bytes=FLOWCELL_BYTES):
     """one ovs-ofctl group line: buckets [(tree, weight)] towards host
     dst_index.  method "flowcell" (Presto) or "hash" (per-flow dp_hash)."""
-    if not buckets:
-        raise ValueError(f"group {dst_index}: no usable tree")
-    if method == "flowcell":
-        # ovs-patches: the datapath's flowcell dp_hash algorithm
-        sel = f"selection_method=flowcell,flowcell_size={flowcell_bytes}"
-    elif method == "hash":
-        sel = "selection_method=dp_hash"
-    else:
-        raise ValueError(f"method {method!r}: flowcell or hash")
-    parts = [f"group_id={dst_index},type=select,{sel}"]
-    for tree, weight in buckets:
-        parts.append(f"bucket=bucket_id:{tree},weight:{weight},"
-                     f"actions=set_field:{shadow_mac(dst_index, tree)}->eth_dst,output:{PORT_UP}")
-    return ",".join(parts)
+    return ofctl_group(dst_index, buckets, method, flowcell_bytes, PORT_UP)
 
 
 class VSwitch:
@@ -196,22 +179,35 @@ class VSwitch:
     def mgmt(self, bridge):
         return f"unix:{self.dir}/{bridge}.mgmt"
 
-    def add_bridges(self, indexes):
+    def add_bridges(self, indexes, controller=None):
         """bridge bN with ports vN (OpenFlow 1) and uN (2), one transaction.
         uN is the host's NIC, shaped by dcnet/testbed/fabric.py before it joins
         the bridge: its QoS is `linux-noop`, or ovs-vswitchd would replace
         the NIC's qdisc (HTB at the link rate) with the device's default
-        (noqueue on a veth), leaving Presto's senders unshaped."""
+        (noqueue on a veth), leaving Presto's senders unshaped.  The
+        bridge's datapath ID is N (the controller's plan names hosts by
+        it).  controller: the OpenFlow controller's address
+        (tcp:127.0.0.1:PORT), out of band; fail_mode stays secure, so a
+        bridge keeps forwarding with its tables while the controller is
+        away"""
         t0 = time.monotonic()
         args = ["--", "--id=@noop", "create", "qos", "type=linux-noop"]
         for n in indexes:
             args += ["--", "add-br", f"b{n}",
                      "--", "set", "bridge", f"b{n}", "fail_mode=secure",
                      "protocols=OpenFlow10,OpenFlow13,OpenFlow15",
+                     f"other-config:datapath-id={n:016x}",
                      "--", "add-port", f"b{n}", f"v{n}", "--", "set", "interface", f"v{n}",
                      f"ofport_request={PORT_VM}",
                      "--", "add-port", f"b{n}", f"u{n}", "--", "set", "interface", f"u{n}",
                      f"ofport_request={PORT_UP}", "--", "set", "port", f"u{n}", "qos=@noop"]
+            if controller:
+                # reconnect within a second of the controller's return;
+                # an inactivity probe that a loaded guest cannot miss
+                # (a dead controller closes the TCP connection anyway)
+                args += ["--", "set-controller", f"b{n}", controller,
+                         "--", "set", "controller", f"b{n}", "connection-mode=out-of-band",
+                         "max_backoff=1000", "inactivity_probe=60000"]
         self.vsctl(*args)
         self.timing["bridges_s"] = time.monotonic() - t0
 
@@ -263,28 +259,9 @@ class VSwitch:
 
 
 def tree_weights(fab, src_leaf, dst_leaf, trees, spines):
-    """[(tree, weight)] for traffic from src_leaf to dst_leaf: a tree's
-    weight is its bottleneck rate for the pair (0: a cut link prunes it),
-    in quarters of the largest (Presto Sec. 3.3's weighted sequences)"""
-    caps = []
-    for t in trees:
-        if src_leaf == dst_leaf or not spines:
-            cap = 1.0
-        else:
-            s = spines[t - 1]
-            cap = min(fab.link_rate(src_leaf, s), fab.link_rate(s, dst_leaf))
-        caps.append((t, cap))
-    top = max((c for _, c in caps), default=0)
-    if top <= 0:
-        return []
-    # quarters of the best tree's rate, reduced: equal trees weigh 1
-    # each, a tree at half rate 1 against 2 (OVS repeats a bucket as
-    # often as its weight in the group's round robin sequence)
-    w = [(t, max(1, round(QUANTA * c / top))) for t, c in caps if c > 0]
-    g = 0
-    for _, x in w:
-        g = math.gcd(g, x)
-    return [(t, x // g) for t, x in w]
+    """[(tree, weight)] for traffic from src_leaf to dst_leaf
+    (dcnet/controller/plan.py tree_weights over the fabric's link rates)"""
+    return _plan.tree_weights(fab.link_rate, src_leaf, dst_leaf, trees, spines)
 
 
 class PrestoController:
@@ -302,30 +279,25 @@ class PrestoController:
     def hosts(self):
         return sorted(self.fab.hosts.values(), key=lambda h: h.index)
 
-    def _buckets(self, src, dst):
-        return tree_weights(self.fab, src.leaf, dst.leaf, self.l2.trees(), self.l2.spines)
+    def plan(self):
+        """the fabric's plan now (dcnet/controller/plan.py), its links'
+        rates included"""
+        return Plan(self.fab.presto_plan(method=self.method, flowcell_bytes=self.flowcell_bytes))
 
     def install(self):
         t0 = time.monotonic()
         hosts = self.hosts()
         self.l2.install_many([(shadow_mac(h.index, t), h.name, t) for h in hosts for t in self.l2.trees()])
         t1 = time.monotonic()
-        for src in hosts:
+        p = self.plan()
+        for src in p.hosts:
             groups = []
-            for dst in hosts:
-                if dst is src:
-                    continue
-                b = self._buckets(src, dst)
-                self.groups[(src.index, dst.index)] = b
-                groups.append(group_spec(dst.index, b, self.method, self.flowcell_bytes))
-            flows = [f"priority=10,in_port={PORT_VM},dl_dst={dst.mac},actions=group:{dst.index}"
-                     for dst in hosts if dst is not src]
-            flows.append(f"priority=5,in_port={PORT_VM},actions=output:{PORT_UP}")
-            flows += [f"priority=10,in_port={PORT_UP},dl_dst={shadow_mac(src.index, t)},"
-                      f"actions=set_field:{src.mac}->eth_dst,output:{PORT_VM}" for t in self.l2.trees()]
-            flows.append(f"priority=5,in_port={PORT_UP},actions=output:{PORT_VM}")
-            self.vs.ofctl("add-groups", f"b{src.index}", "-", input="\n".join(groups) + "\n")
-            self.vs.ofctl("add-flows", f"b{src.index}", "-", input="\n".join(flows) + "\n")
+            for dst, b in p.groups(src).items():
+                self.groups[(src["index"], dst)] = b
+                groups.append(group_spec(dst, b, self.method, self.flowcell_bytes))
+            flows = [ofctl_flow(f) for f in p.flows(src)]
+            self.vs.ofctl("add-groups", f"b{src['index']}", "-", input="\n".join(groups) + "\n")
+            self.vs.ofctl("add-flows", f"b{src['index']}", "-", input="\n".join(flows) + "\n")
         self.timing = dict(fabric_s=t1 - t0, vswitches_s=time.monotonic() - t1)
 
     def link_changed(self, cause=""):
@@ -343,22 +315,175 @@ class PrestoController:
         self.l2.link_changed(pinned=shadows)
         t1 = time.monotonic()
         changed, inputs = 0, []
-        for src in self.hosts():
+        p = self.plan()
+        for src in p.hosts:
             mods = []
-            for dst in self.hosts():
-                if dst is src:
-                    continue
-                b = self._buckets(src, dst)
-                if b != self.groups.get((src.index, dst.index)) and b:
-                    self.groups[(src.index, dst.index)] = b
-                    mods.append(group_spec(dst.index, b, self.method, self.flowcell_bytes))
+            for dst, b in p.groups(src).items():
+                if b != self.groups.get((src["index"], dst)) and b:
+                    self.groups[(src["index"], dst)] = b
+                    mods.append(group_spec(dst, b, self.method, self.flowcell_bytes))
             if mods:
                 # add-groups reads "modify" lines too: one process per bridge
-                inputs.append((f"b{src.index}", "".join(f"modify {m}\n" for m in mods)))
+                inputs.append((f"b{src['index']}", "".join(f"modify {m}\n" for m in mods)))
                 changed += len(mods)
         # every bridge at once
         self.vs.ofctl_many("add-groups", inputs)
         ev = dict(cause=cause, failover_s=tf - t0, fabric_s=t1 - tf, groups_s=time.monotonic() - t1,
                   failover_entries=detoured, restored=restored, groups_changed=changed, bridges=len(inputs))
+        self.events.append(ev)
+        return ev
+
+
+CONTROLLER_PORT = 6653          # the OpenFlow controller's port in namespace PREFIX-vs
+
+
+class OpenFlowPresto(PrestoController):
+    """Presto with the OpenFlow controller (dcnet/controller, os-ken) as a
+    process of its own in namespace PREFIX-vs: the bridges connect to it
+    over TCP (tcp:127.0.0.1:CONTROLLER_PORT) and it installs their groups
+    and flows.  The fabric's switches are Linux bridges, not OpenFlow
+    switches: their entries stay with Fabric's L2 Controller (bridge fdb),
+    and a link change reaches the controller as a report on its control
+    socket (what a physical fabric's link monitor sends), after the
+    fabric's own stages.  A host's uplink it sees itself (port status)."""
+
+    def __init__(self, fab, vswitch, method="flowcell", flowcell_bytes=FLOWCELL_BYTES,
+                 port=CONTROLLER_PORT):
+        super().__init__(fab, vswitch, method, flowcell_bytes)
+        self.port = port
+        self.dir = vswitch.dir
+        self.plan_path = os.path.join(self.dir, "plan.json")
+        self.state_path = os.path.join(self.dir, "controller-state.json")
+        self.control = os.path.join(self.dir, "controller.sock")
+        self.log_path = os.path.join(self.dir, "controller.log")
+        self.proc = None
+        self.reported = {}          # (a, b) -> Mbit/s the controller was told
+
+    @property
+    def target(self):
+        return f"tcp:127.0.0.1:{self.port}"
+
+    def write_plan(self):
+        """the plan as it stands (links' rates now), for the controller to
+        start from"""
+        d = self.fab.presto_plan(method=self.method, flowcell_bytes=self.flowcell_bytes)
+        tmp = self.plan_path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(d, f, indent=1)
+        os.replace(tmp, self.plan_path)
+        self.reported = {(x["a"], x["b"]): x["mbit"] for x in d["links"]}
+
+    def start(self):
+        """write the plan and start the controller (no wait)"""
+        self.write_plan()
+        for p in (self.control, self.state_path):
+            try:
+                os.unlink(p)
+            except FileNotFoundError:
+                pass
+        # dcnet from where this process has it (the venv, or the guest's
+        # PYTHONPATH), os-ken from the same interpreter
+        log = open(self.log_path, "a")
+        self.proc = subprocess.Popen(
+            ns_exec(self.fab.ns(VS)) + [sys.executable, "-m", "dcnet.controller", "--plan", self.plan_path,
+                                        "--listen", f"127.0.0.1:{self.port}", "--state", self.state_path,
+                                        "--control", self.control],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+
+    def stop(self):
+        """stop the controller (the bridges keep their tables: fail_mode secure)"""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    close = stop
+
+    def state(self, timeout=60.0):
+        from dcnet.controller import client
+        return client.state(self.control, timeout)
+
+    def wait_synced(self, timeout=600.0, after=None, hosts=None):
+        """wait until every bridge (hosts: those of these host indexes) is
+        connected and its last resync committed (after: a time.time() the
+        sync must be later than); returns the controller's state"""
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"controller exited ({self.proc.returncode}): {self.log_tail()}")
+            if os.path.exists(self.control):
+                try:
+                    last = self.state(timeout=30)
+                except (OSError, ValueError, RuntimeError):
+                    last = None
+                if last and all(s["connected"] and s["synced"] and (after is None or s["last_sync"] > after)
+                                for k, s in last["switches"].items() if hosts is None or int(k) in hosts):
+                    return last
+            time.sleep(0.5)
+        raise TimeoutError(f"bridges not in sync with the controller after {timeout} s: "
+                           f"{last and last['switches']}; {self.log_tail()}")
+
+    def log_tail(self, n=2000):
+        try:
+            with open(self.log_path) as f:
+                return f.read()[-n:]
+        except OSError:
+            return ""
+
+    def install(self):
+        t0 = time.monotonic()
+        hosts = self.hosts()
+        self.l2.install_many([(shadow_mac(h.index, t), h.name, t) for h in hosts for t in self.l2.trees()])
+        t1 = time.monotonic()
+        if self.proc is None:
+            self.start()
+        st = self.wait_synced()
+        p = self.plan()
+        for src in p.hosts:
+            for dst, b in p.groups(src).items():
+                self.groups[(src["index"], dst)] = b
+        self.timing = dict(fabric_s=t1 - t0, vswitches_s=time.monotonic() - t1,
+                           controller_pid=st["pid"])
+
+    def link_changed(self, cause=""):
+        """the fabric's stages as PrestoController's, then every link whose
+        rate changed is reported to the controller, which modifies the
+        groups and answers once every bridge has acknowledged them
+        (barriers): groups_s"""
+        from dcnet.controller import client
+        t0 = time.monotonic()
+        shadows = {shadow_mac(h.index, t) for h in self.hosts() for t in self.l2.trees()}
+        detoured = self.l2.fast_failover(shadows)
+        restored = self.l2.restore(shadows)
+        tf = time.monotonic()
+        self.l2.link_changed(pinned=shadows)
+        t1 = time.monotonic()
+        d = self.fab.presto_plan(method=self.method, flowcell_bytes=self.flowcell_bytes)
+        changed, bridges, acked = 0, 0, True
+        for x in d["links"]:
+            key = (x["a"], x["b"])
+            if self.reported.get(key) == x["mbit"]:
+                continue
+            ev = client.link(self.control, x["a"], x["b"], x["mbit"], timeout=300)
+            self.reported[key] = x["mbit"]
+            changed += ev["groups_changed"]
+            bridges = max(bridges, ev["bridges"])
+            acked = acked and ev.get("acked", False)
+        p = Plan(d)
+        for src in p.hosts:
+            for dst, b in p.groups(src).items():
+                if b:
+                    self.groups[(src["index"], dst)] = b
+        ev = dict(cause=cause, failover_s=tf - t0, fabric_s=t1 - tf, groups_s=time.monotonic() - t1,
+                  failover_entries=detoured, restored=restored, groups_changed=changed, bridges=bridges,
+                  acked=acked)
         self.events.append(ev)
         return ev
