@@ -300,6 +300,20 @@ class PrestoController:
             self.vs.ofctl("add-flows", f"b{src['index']}", "-", input="\n".join(flows) + "\n")
         self.timing = dict(fabric_s=t1 - t0, vswitches_s=time.monotonic() - t1)
 
+    def fabric_stages(self):
+        """the switches' stages of a link change: fast failover detours the
+        shadow MACs whose tree lost a link, or puts back those whose tree
+        is whole again; then the fabric's other entries move.  Returns the
+        times at the start, after the failover and after the fabric, and
+        the detoured and restored entry counts."""
+        t0 = time.monotonic()
+        shadows = {shadow_mac(h.index, t) for h in self.hosts() for t in self.l2.trees()}
+        detoured = self.l2.fast_failover(shadows)
+        restored = self.l2.restore(shadows)
+        tf = time.monotonic()
+        self.l2.link_changed(pinned=shadows)
+        return t0, tf, time.monotonic(), detoured, restored
+
     def link_changed(self, cause=""):
         """React to a link going down, up or changing rate, in the paper's
         stages (Sec. 3.3, Fig. 17): the switches' fast failover detours
@@ -307,13 +321,7 @@ class PrestoController:
         other entries move (fabric_s), then every group is recomputed and
         those that changed are rewritten (groups_s: the pruned or weighted
         stage).  Stage times from the call."""
-        t0 = time.monotonic()
-        shadows = {shadow_mac(h.index, t) for h in self.hosts() for t in self.l2.trees()}
-        detoured = self.l2.fast_failover(shadows)
-        restored = self.l2.restore(shadows)
-        tf = time.monotonic()
-        self.l2.link_changed(pinned=shadows)
-        t1 = time.monotonic()
+        t0, tf, t1, detoured, restored = self.fabric_stages()
         changed, inputs = 0, []
         p = self.plan()
         for src in p.hosts:
@@ -459,13 +467,7 @@ class OpenFlowPresto(PrestoController):
         groups and answers once every bridge has acknowledged them
         (barriers): groups_s"""
         from dcnet.controller import client
-        t0 = time.monotonic()
-        shadows = {shadow_mac(h.index, t) for h in self.hosts() for t in self.l2.trees()}
-        detoured = self.l2.fast_failover(shadows)
-        restored = self.l2.restore(shadows)
-        tf = time.monotonic()
-        self.l2.link_changed(pinned=shadows)
-        t1 = time.monotonic()
+        t0, tf, t1, detoured, restored = self.fabric_stages()
         d = self.fab.presto_plan(method=self.method, flowcell_bytes=self.flowcell_bytes)
         changed, bridges, acked = 0, 0, True
         for x in d["links"]:

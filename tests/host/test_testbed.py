@@ -216,25 +216,32 @@ def test_sized_flow_schedules(tmp_path):
     assert testbed_run.sized_record(mice[0], None)["fct_us"] is None
 
 
-def test_physical_sized_flows(tmp_path):
-    """the Ansible path: the clients template gives a sender's sized flows
-    to one `dltraffic sched` (start times in us, a shuffle's in order) and
-    its elephants to iperf3; the servers template starts one dltraffic
-    server beside the iperf3 ones; collect.py reads the FCTs back"""
-    import subprocess
+def workload_templates():
+    """the workload role's Jinja templates, rendered as Ansible would
+    (trim_blocks; the filters they use), undefined variables an error"""
     import jinja2
-    collect = physical_collect()
-
-    hosts = ["h1", "h2", "h3"]
-    flows = workloads.renumber(workloads.generate("stride", hosts, stride=1, duration_s=3) +
-                               workloads.generate("mice", hosts, count=2, duration_s=3) +
-                               workloads.generate("shuffle", hosts, bytes=1000))
     tdir = os.path.join(ROOT, "testbed", "physical", "roles", "workload", "templates")
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(tdir), trim_blocks=True,
                              undefined=jinja2.StrictUndefined)
     env.filters["quote"] = lambda s: "'" + str(s).replace("'", "'\"'\"'") + "'"
     env.filters["combine"] = lambda a, b: {**a, **b}
     env.filters["bool"] = bool
+    return env
+
+
+def test_physical_sized_flows(tmp_path):
+    """the Ansible path: the clients template gives a sender's sized flows
+    to one `dltraffic sched` (start times in us, a shuffle's in order) and
+    its elephants to iperf3; the servers template starts one dltraffic
+    server beside the iperf3 ones; collect.py reads the FCTs back"""
+    import subprocess
+    collect = physical_collect()
+
+    hosts = ["h1", "h2", "h3"]
+    flows = workloads.renumber(workloads.generate("stride", hosts, stride=1, duration_s=3) +
+                               workloads.generate("mice", hosts, count=2, duration_s=3) +
+                               workloads.generate("shuffle", hosts, bytes=1000))
+    env = workload_templates()
     common = dict(dcnet_sysctl_all={"net.ipv4.tcp_ecn": 1}, dcnet_rundir_remote="/tmp/x", dcnet_piddir_remote="/tmp/p", dcnet_mode="tcp",
                   dcnet_sized_port=5200, dcnet_dltraffic_remote="/tmp/b/dltraffic", dcnet_tc="tc",
                   dcnet_dev="eth0", dcnet_sysctl={"net.ipv4.tcp_ecn": 1}, dcnet_sysctl_extra={},
@@ -429,15 +436,9 @@ def test_physical_presto_gro(tmp_path):
     settings and counters over the run; the report has a Presto GRO table;
     the role is wired into site.yml under its tag"""
     import subprocess
-    import jinja2
     import yaml
     collect = physical_collect()
-    tdir = os.path.join(ROOT, "testbed", "physical", "roles", "workload", "templates")
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(tdir), trim_blocks=True,
-                             undefined=jinja2.StrictUndefined)
-    env.filters["quote"] = lambda s: "'" + str(s).replace("'", "'\"'\"'") + "'"
-    env.filters["combine"] = lambda a, b: {**a, **b}
-    env.filters["bool"] = bool
+    env = workload_templates()
     common = dict(dcnet_sysctl_all={}, dcnet_sysctl={}, dcnet_sysctl_extra={},
                   dcnet_rundir_remote="/tmp/x", dcnet_mode="tcp",
                   dcnet_sized_port=5200, dcnet_dltraffic_remote="/tmp/b/dltraffic", dcnet_tc="tc",
