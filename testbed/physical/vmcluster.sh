@@ -51,6 +51,9 @@ MIRROR=${DCNET_VMC_MIRROR:-http://deb.debian.org/debian}
 QEMU=${DCNET_VMC_QEMU:-qemu-system-x86_64}
 REPO=${DCNET_VMC_REPO:-$BUILD/packages/apt}
 BOOT_TIMEOUT=${DCNET_VMC_BOOT_TIMEOUT:-900}
+# 1: Presto through the playbook too (the controller role on this side at
+# 10.250.0.254, the bridges connected to it, Presto GRO on the receivers)
+PRESTO=${DCNET_VMC_PRESTO:-0}
 
 # What a Debian host of the testbed has before the playbook (the
 # playbook's own requirements, testbed/physical/README.md, and the Debian
@@ -229,7 +232,9 @@ inventory() {
 cmd_run() {
 	inventory
 	[ -f "$REPO/Packages" ] || die "no repository in $REPO (make packages)"
-	local t0=$SECONDS rc=0
+	local t0=$SECONDS rc=0 presto=()
+	[ "$PRESTO" != 1 ] || presto=(-e dcnet_presto_controller=true -e dcnet_controller_address=10.250.0.254
+		-e dcnet_presto_gro=true)
 	say "ansible-playbook site.yml, every role ($N machines; log: $OUT/ansible.log)"
 	(cd "$HERE" && in_ns env ANSIBLE_CONFIG="$HERE/ansible.cfg" ANSIBLE_LOG_PATH="$OUT/ansible.log" \
 		ANSIBLE_HOST_KEY_CHECKING=False ANSIBLE_NOCOLOR=1 ANSIBLE_TIMEOUT=120 \
@@ -237,7 +242,7 @@ cmd_run() {
 		-e "dcnet_apt_repo=$REPO" -e dcnet_kernel_source=repo -e dcnet_reboot_timeout="$BOOT_TIMEOUT" \
 		-e dcnet_ovs=true -e dcnet_ovs_uplink=eth1 -e dcnet_ovs_prefixlen=24 \
 		-e "dcnet_results=$OUT/results" -e dcnet_run=vmcluster -e dcnet_duration=10 \
-		-e dcnet_report_args=--no-plots \
+		-e dcnet_report_args=--no-plots "${presto[@]}" \
 		-e '{"dcnet_qdisc": ["qdisc add dev eth1 root handle 1: htb default 10", "class add dev eth1 parent 1: classid 1:10 htb rate 200mbit ecn_thresh 30kb ecn_mode ce"]}' \
 		"$@") || rc=$?
 	say "ansible-playbook exit $rc ($((SECONDS - t0)) s)"
