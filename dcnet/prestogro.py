@@ -42,6 +42,7 @@ A_IFINDEX = 1
 SETTINGS = [("enabled", 2, "B"), ("alpha", 3, "I"), ("beta", 4, "I"), ("timeout_min_us", 5, "I"),
             ("timeout_max_us", 6, "I"), ("max_segs", 7, "I"), ("max_bytes", 8, "I")]
 A_STATS = 9
+A_NAPIS = 10        # NAPI instances that hand their segments to Presto GRO
 STATS = ["held", "pushed_inorder", "pushed_timeout", "pushed_loss", "pushed_old", "pushed_evicted",
          "reorder_events", "late_fills", "untagged", "restarts", "expired", "ewma_us", "flows",
          "held_bytes", "dropped"]
@@ -141,6 +142,8 @@ class PrestoGro:
         for name, attr, _fmt in SETTINGS:
             if attr in a:
                 d[name] = _uint(a[attr])
+        if A_NAPIS in a:
+            d["napis"] = _uint(a[A_NAPIS])
         st = _attrs(a.get(A_STATS, b""))
         d["stats"] = {name: _uint(st[i + 1]) for i, name in enumerate(STATS) if i + 1 in st}
         return d

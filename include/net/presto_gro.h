@@ -19,10 +19,10 @@
 #include <linux/types.h>
 #include <linux/list.h>
 #include <linux/skbuff.h>
+#include <linux/netdevice.h>
 #include <linux/jump_label.h>
 #include <linux/openvswitch.h>
 
-struct napi_struct;
 
 /* Parameters of Algorithm 1 (per device) */
 struct presto_gro_params {
@@ -149,12 +149,24 @@ DECLARE_STATIC_KEY_FALSE(presto_gro_active);
 bool presto_gro_receive(struct napi_struct *napi, struct sk_buff *skb,
 			int segs);
 void presto_gro_napi_poll(struct napi_struct *napi);
+void presto_gro_napi_add(struct napi_struct *napi);
 void presto_gro_napi_del(struct napi_struct *napi);
+
+/*
+ * The static key is on while any device has Presto GRO enabled; the
+ * NAPI_STATE_PRESTO_GRO bit marks the NAPI instances of those devices,
+ * so the others take the stock path after one bit test.
+ */
+static inline bool presto_gro_napi_on(const struct napi_struct *napi)
+{
+	return static_branch_unlikely(&presto_gro_active) && napi &&
+	       test_bit(NAPI_STATE_PRESTO_GRO, &napi->state);
+}
 
 static inline bool presto_gro_hook(struct napi_struct *napi,
 				   struct sk_buff *skb, int segs)
 {
-	if (static_branch_unlikely(&presto_gro_active))
+	if (presto_gro_napi_on(napi))
 		return presto_gro_receive(napi, skb, segs);
 	return false;
 }
@@ -162,8 +174,15 @@ static inline bool presto_gro_hook(struct napi_struct *napi,
 /* A NAPI poll ends: holds that ended go up with its GRO_NORMAL list */
 static inline void presto_gro_poll_hook(struct napi_struct *napi)
 {
-	if (static_branch_unlikely(&presto_gro_active))
+	if (presto_gro_napi_on(napi))
 		presto_gro_napi_poll(napi);
+}
+
+/* A NAPI is added to a device that may have Presto GRO enabled */
+static inline void presto_gro_napi_add_hook(struct napi_struct *napi)
+{
+	if (static_branch_unlikely(&presto_gro_active))
+		presto_gro_napi_add(napi);
 }
 
 /* A NAPI goes away: what it holds is dropped */
@@ -180,6 +199,10 @@ static inline bool presto_gro_hook(struct napi_struct *napi,
 }
 
 static inline void presto_gro_poll_hook(struct napi_struct *napi)
+{
+}
+
+static inline void presto_gro_napi_add_hook(struct napi_struct *napi)
 {
 }
 

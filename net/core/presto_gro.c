@@ -917,6 +917,7 @@ void presto_gro_napi_del(struct napi_struct *napi)
 	struct presto_gro_napi *pn = NULL;
 	struct presto_gro_dev *pd;
 
+	clear_bit(NAPI_STATE_PRESTO_GRO, &napi->state);
 	mutex_lock(&presto_gro_mutex);
 	hash_for_each_possible(presto_gro_devs, pd, node,
 			       (unsigned long)napi->dev) {
@@ -964,6 +965,41 @@ static struct presto_gro_dev *presto_gro_dev_get(struct net_device *dev)
 	return pd;
 }
 
+/*
+ * Mark (or unmark) every NAPI instance of @dev, so that its segments (or
+ * no longer) take the hooks' slow path.  NAPIs added concurrently are
+ * marked by presto_gro_napi_add(): each side publishes its store before it
+ * reads the other's (smp_mb() on both), so one of them sees the other.
+ */
+static void presto_gro_mark_napis(struct net_device *dev, bool on)
+{
+	struct napi_struct *napi;
+
+	smp_mb(); /* pd->enabled before the list, see presto_gro_napi_add() */
+	rcu_read_lock();
+	list_for_each_entry_rcu(napi, &dev->napi_list, dev_list) {
+		if (on)
+			set_bit(NAPI_STATE_PRESTO_GRO, &napi->state);
+		else
+			clear_bit(NAPI_STATE_PRESTO_GRO, &napi->state);
+	}
+	rcu_read_unlock();
+}
+
+/* From netif_napi_add_weight(), the NAPI on its device's list */
+void presto_gro_napi_add(struct napi_struct *napi)
+{
+	struct presto_gro_dev *pd;
+
+	smp_mb(); /* the list before pd->enabled, see presto_gro_mark_napis() */
+	rcu_read_lock();
+	pd = presto_gro_dev_rcu(napi->dev);
+	if (pd && READ_ONCE(pd->enabled))
+		set_bit(NAPI_STATE_PRESTO_GRO, &napi->state);
+	rcu_read_unlock();
+}
+EXPORT_SYMBOL_GPL(presto_gro_napi_add);
+
 static void presto_gro_set_enabled(struct presto_gro_dev *pd, bool on)
 {
 	lockdep_assert_held(&presto_gro_mutex);
@@ -974,8 +1010,11 @@ static void presto_gro_set_enabled(struct presto_gro_dev *pd, bool on)
 		spin_lock_bh(&pd->lock);
 		pd->enabled = true;
 		spin_unlock_bh(&pd->lock);
+		presto_gro_mark_napis(pd->dev, true);
 	} else {
+		/* the state goes first: a NAPI still marked finds none */
 		presto_gro_release(pd, true);
+		presto_gro_mark_napis(pd->dev, false);
 		static_branch_dec(&presto_gro_active);
 	}
 }
@@ -1056,9 +1095,10 @@ presto_gro_set_nl_policy[PRESTO_GRO_A_DEV_MAX_BYTES + 1] = {
 static int presto_gro_nl_fill(struct sk_buff *rsp, struct net_device *dev,
 			      const struct genl_info *info)
 {
+	u32 flows = 0, held_bytes = 0, napis = 0;
 	struct presto_gro_stats st = {};
 	struct presto_gro_params p;
-	u32 flows = 0, held_bytes = 0;
+	struct napi_struct *napi;
 	struct presto_gro_napi *pn;
 	struct presto_gro_dev *pd;
 	bool enabled = false;
@@ -1091,10 +1131,14 @@ static int presto_gro_nl_fill(struct sk_buff *rsp, struct net_device *dev,
 		}
 	}
 
+	list_for_each_entry_rcu(napi, &dev->napi_list, dev_list)
+		napis += test_bit(NAPI_STATE_PRESTO_GRO, &napi->state);
+
 	hdr = genlmsg_iput(rsp, info);
 	if (!hdr)
 		return -EMSGSIZE;
 	if (nla_put_u32(rsp, PRESTO_GRO_A_DEV_IFINDEX, dev->ifindex) ||
+	    nla_put_u32(rsp, PRESTO_GRO_A_DEV_NAPIS, napis) ||
 	    nla_put_u8(rsp, PRESTO_GRO_A_DEV_ENABLED, enabled) ||
 	    nla_put_u32(rsp, PRESTO_GRO_A_DEV_ALPHA, p.alpha) ||
 	    nla_put_u32(rsp, PRESTO_GRO_A_DEV_BETA, p.beta) ||

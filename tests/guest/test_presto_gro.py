@@ -436,6 +436,50 @@ def test_held_segments_at_teardown(lab_once):
     assert e.value.errno == 19, e.value        # ENODEV: the device and its state are gone
 
 
+def test_only_the_enabled_devices_napis_are_marked(lab_once):
+    """The receive path of a device without Presto GRO stays stock while
+    another device has it on: only the enabled device's NAPI instances
+    carry NAPI_STATE_PRESTO_GRO (dev-get's napis), including NAPIs the
+    device adds after it was enabled (veth deletes and re-adds its NAPIs
+    when GRO goes off and on), and none once it is turned off."""
+    pairs = (("pgn0", "pgn1"), ("pgo0", "pgo1"))
+    for dev, peer in pairs:
+        subprocess.run(["ip", "link", "del", dev], capture_output=True)
+        sh(f"ip link add {dev} numtxqueues 2 numrxqueues 2 type veth peer name {peer} "
+           f"numtxqueues 1 numrxqueues 1 && ethtool -K {peer} tso off gso off >/dev/null && "
+           f"ip link set {peer} up && ip link set {dev} up && ethtool -K {dev} gro on tx off >/dev/null")
+    dev, other = "pgn0", "pgo0"
+
+    def napis(d):
+        return PG.get(d)["napis"]
+
+    try:
+        assert (napis(dev), napis(other)) == (0, 0)
+        PG.set(dev, enabled=1)
+        assert (napis(dev), napis(other)) == (2, 0), "both rx queues' NAPIs, and no other device's"
+        set_gro(dev, False)                     # veth deletes its NAPIs
+        assert napis(dev) == 0
+        set_gro(dev, True)                      # and adds new ones: marked when added
+        assert (napis(dev), napis(other)) == (2, 0)
+        # the new NAPI's segments reach Presto GRO
+        with open(f"/sys/class/net/{dev}/address") as f:
+            mac = bytes.fromhex(f.read().strip().replace(":", ""))
+        before = flat(PG.get(dev))
+        with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as s:
+            s.bind(("pgn1", 0))
+            s.send(segment(False, 1, 1000, 100, mac, sport=42101))
+        wait_until(lambda: sum(flat(PG.get(dev))[k] - before[k] for k in ("pushed_inorder", "held")) > 0,
+                   5, "the segment went through Presto GRO")
+        assert flat(PG.get(other))["pushed_inorder"] == 0
+        PG.set(dev, enabled=0)
+        assert (napis(dev), napis(other)) == (0, 0)
+        PG.set(dev, enabled=1)
+        assert napis(dev) == 2
+    finally:
+        for d, _ in pairs:
+            subprocess.run(["ip", "link", "del", d], capture_output=True)
+
+
 # --- a real connection through the relay --------------------------------------
 
 OUT = (config.get("DCNET_OUT") or "/tmp")

@@ -61,6 +61,7 @@ def test_python_client_numbers_match_the_uapi_header():
     cmds = enum_after("PRESTO_GRO_CMD_DEV_GET")
     assert dev["PRESTO_GRO_A_DEV_IFINDEX"] == prestogro.A_IFINDEX
     assert dev["PRESTO_GRO_A_DEV_STATS"] == prestogro.A_STATS
+    assert dev["PRESTO_GRO_A_DEV_NAPIS"] == prestogro.A_NAPIS
     for name, attr, _fmt in prestogro.SETTINGS:
         assert dev[f"PRESTO_GRO_A_DEV_{name.upper()}"] == attr, name
     for i, name in enumerate(prestogro.STATS):
