@@ -210,6 +210,9 @@ SETTINGS = [
       "physical", read_by=("testbed/physical/vmcluster.sh",)),
     S("DCNET_VMC_HOSTS", "int", 2, "machines of the VM cluster", "physical", lo=1,
       read_by=("testbed/physical/vmcluster.sh",)),
+    S("DCNET_VMC_PRESTO", "bool", False, "Presto in the VM cluster's run: the playbook's controller role, "
+      "the bridges connected to it, Presto GRO on the receivers", "physical",
+      read_by=("testbed/physical/vmcluster.sh",)),
     S("DCNET_VMC_MEM", "int", 1536, "memory per cluster machine, MB", "physical", lo=256,
       read_by=("testbed/physical/vmcluster.sh",)),
     S("DCNET_VMC_DISK", "str", "6G", "disk size per cluster machine", "physical",

@@ -233,8 +233,10 @@ cmd_run() {
 	inventory
 	[ -f "$REPO/Packages" ] || die "no repository in $REPO (make packages)"
 	local t0=$SECONDS rc=0 presto=()
-	[ "$PRESTO" != 1 ] || presto=(-e dcnet_presto_controller=true -e dcnet_controller_address=10.250.0.254
-		-e dcnet_presto_gro=true)
+	case $PRESTO in
+	1 | yes | true | on) presto=(-e dcnet_presto_controller=true -e dcnet_controller_address=10.250.0.254
+		-e dcnet_presto_gro=true) ;;
+	esac
 	say "ansible-playbook site.yml, every role ($N machines; log: $OUT/ansible.log)"
 	(cd "$HERE" && in_ns env ANSIBLE_CONFIG="$HERE/ansible.cfg" ANSIBLE_LOG_PATH="$OUT/ansible.log" \
 		ANSIBLE_HOST_KEY_CHECKING=False ANSIBLE_NOCOLOR=1 ANSIBLE_TIMEOUT=120 \
