@@ -182,7 +182,11 @@ cmd_prepare() {
 		local staging=$BUILD/staging
 		rm -rf "$staging"
 		# Hard links are safe: patch(1) writes a new file and renames it.
-		cp -al "$PRISTINE" "$staging"
+		# "$PRISTINE/.": the contents, also when $PRISTINE is a symlink
+		# (cp -a would copy the link, and the series would patch the
+		# pristine tree it points to)
+		mkdir -p "$staging"
+		cp -al "$PRISTINE/." "$staging/"
 		apply_series "$staging"
 		mkdir -p "$TREE"
 		# Content comparison (-c) and no time preservation: only files

@@ -72,7 +72,8 @@ prepare() {
 	fi
 	local staging=$BUILD/ovs-staging
 	rm -rf "$staging"
-	cp -al "$PRISTINE" "$staging"
+	mkdir -p "$staging"
+	cp -al "$PRISTINE/." "$staging/"	# also when $PRISTINE is a symlink
 	rm -f "$staging/.stamp"
 	local p n=0
 	for p in $(series_patches); do
@@ -150,7 +151,8 @@ devtree() {
 	local dir=${1:?usage: $0 devtree DIR}
 	[ ! -e "$dir" ] || die "$dir exists"
 	ensure_pristine
-	cp -a "$PRISTINE" "$dir"
+	mkdir -p "$dir"
+	cp -a "$PRISTINE/." "$dir/"
 	rm -f "$dir/.stamp"
 	git -C "$dir" init -q
 	git -C "$dir" add -A -f .

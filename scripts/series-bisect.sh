@@ -32,7 +32,8 @@ rm -rf "$WORK"
 mkdir -p "$WORK/obj"
 SRC=$WORK/linux OBJ=$WORK/obj
 echo "series-bisect: copying the pristine tree to $SRC"
-cp -a "$PRISTINE" "$SRC"
+mkdir -p "$SRC"
+cp -a "$PRISTINE/." "$SRC/"
 cp "$REL/.config" "$OBJ/.config"
 mk() { make -s -C "$SRC" O="$OBJ" CC="ccache gcc" -j"$(nproc)" "$@"; }
 
