@@ -9,6 +9,16 @@ Schemes, all behind the same HTB limiter of rate R:
   rwnd        HTB ecn_mode rwnd, CUBIC without ECN            (solution 2)
   fq_codel    HTB with an fq_codel leaf, ce_threshold, DCTCP  (today's pick)
 
+and upstream's per-flow limiter, sch_fq, in Table 1 (fq_commands()):
+  fq          fq maxrate R/N ce_threshold T where HTB sits (sw's port
+              towards rx, forwarded packets), DCTCP
+  fq_edt      the same fq on the sender's own eth0: its TCP sockets in
+              fq's earliest-departure-time pacing, their backlog held in
+              the socket by TCP Small Queues; nothing on sw's port, DCTCP
+fq's maxrate caps each flow, not an aggregate: N flows share R only when
+the cap is R/N, N the cell's iperf3 flows (known here, not to a real
+operator), and the RTT probe is one more flow with a cap of its own.
+
 Table 1: one sender VM, one receiver, iperf3 with 1/2/8/16 flows and a
 sockperf TCP ping-pong through the same limiter.  Table 2: two sender
 VMs, one limiter each (minimum rate X, ceiling the total T, under a
@@ -35,15 +45,34 @@ import subprocess
 import threading
 import time
 
-from dcnet import config, progress
+from dcnet import config, partial, progress
 from dcnet import ROOT
 from dcnet import hostrun
 from dcnet.stats import cpu_busy, cpu_sample
 from dcnet.stats import busy_pct, cpu_note
 from dcnet import regime
 
-SCHEMES = ["plain", "ce", "ece", "rwnd", "fq_codel"]
-CC = dict(plain="cubic", ce="dctcp", ece="dctcp", rwnd="cubic", fq_codel="dctcp")
+HTB_SCHEMES = ["plain", "ce", "ece", "rwnd", "fq_codel"]
+# upstream's sch_fq as the limiter (Table 1 only: Table 2's minimum rate
+# and shared ceiling under a parent are HTB's hierarchy, which fq has no
+# counterpart for)
+FQ_SCHEMES = ["fq", "fq_edt"]
+SCHEMES = HTB_SCHEMES + FQ_SCHEMES
+T2_SCHEMES = HTB_SCHEMES
+CC = dict(plain="cubic", ce="dctcp", ece="dctcp", rwnd="cubic", fq_codel="dctcp", fq="dctcp",
+          fq_edt="dctcp")
+# what each scheme is, for the report
+SCHEME_DOC = dict(
+    plain="HTB rate R, pfifo leaf; CUBIC",
+    ce="HTB rate R, ecn_mode ce above K; DCTCP + ECN",
+    ece="HTB rate R, ecn_mode ece above K (htback on the port's ingress); DCTCP + ECN",
+    rwnd="HTB rate R, ecn_mode rwnd above K (htback on the port's ingress); CUBIC without ECN",
+    fq_codel="HTB rate R, fq_codel leaf with ce_threshold T; DCTCP + ECN",
+    fq="fq maxrate R/N ce_threshold T as the root qdisc of sw's port towards rx (where HTB sits; "
+       "forwarded packets, flows told apart by fq's packet hash); DCTCP + ECN",
+    fq_edt="fq maxrate R/N ce_threshold T as the root qdisc of the sender's eth0 (its TCP in fq's "
+           "earliest-departure-time pacing, TCP Small Queues holding the backlog in the socket); "
+           "nothing on sw's port; DCTCP + ECN")
 FLOWS = [1, 2, 8, 16]
 FLOWS_RUN = FLOWS       # --flows
 T2_FLOWS = [1, 8]
@@ -97,10 +126,42 @@ def sh(cmd, ns=None, check=True):
     return _sh(cmd, ns=ns, check=check)
 
 
-def setup_scheme(lab, scheme, classes):
-    """HTB on sw's port towards rx; classes: [(classid, rate, ceil, src ip or None)]"""
+def ce_threshold_us(rate_kbit, k_bytes=None):
+    """K as time at R: fq_codel's and fq's ce_threshold (480 us for 6000 B
+    at 100 Mbit/s), at least 100 us"""
+    k = K_BYTES if k_bytes is None else k_bytes
+    return max(100, int(k * 8 / (rate_kbit * 1000) * 1e6))
+
+
+def fq_commands(scheme, rate_kbit, flows, senders, k_bytes=None, TC="tc"):
+    """[(namespace key, tc command)] of an fq scheme: "sw" for sw's port
+    towards rx, else a sender's name (its eth0).  maxrate is per flow:
+    R/N for the cell's N iperf3 flows per sender, so that they add up to
+    R; fq counts frames as HTB does (qdisc_pkt_len), so R/N is the same
+    wire rate as HTB's R shared by N flows."""
+    maxrate = max(1, rate_kbit // max(1, flows))
+    q = f"fq maxrate {maxrate}kbit ce_threshold {ce_threshold_us(rate_kbit, k_bytes)}us"
+    if scheme == "fq":
+        return [("sw", f"{TC} qdisc add dev rx root {q}")]
+    if scheme == "fq_edt":
+        return [(s, f"{TC} qdisc add dev eth0 root {q}") for s in senders]
+    raise ValueError(f"not an fq scheme: {scheme}")
+
+
+def setup_scheme(lab, scheme, classes, flows=1, senders=("vm",)):
+    """The limiter of SCHEME: HTB on sw's port towards rx, classes:
+    [(classid, rate, ceil, src ip or None)]; or fq (fq_commands(), one
+    class's rate, FLOWS iperf3 flows per sender)"""
     TC = tc()
     dev = "rx"
+    if scheme in FQ_SCHEMES:
+        assert len(classes) == 1, "fq has no classes: one rate"
+        for where, cmd in fq_commands(scheme, classes[0][1], flows, senders, TC=TC):
+            sh(cmd, lab.sw if where == "sw" else lab.ns(where))
+        for name in lab.hosts:
+            sh(f"sysctl -qw net.ipv4.tcp_congestion_control={CC[scheme]} net.ipv4.tcp_ecn=1",
+               lab.ns(name))
+        return
     sh(f"{TC} qdisc add dev {dev} root handle 1: htb default {classes[0][0].split(':')[1]}", lab.sw)
     parent = "1:"
     if len(classes) > 1:
@@ -114,8 +175,7 @@ def setup_scheme(lab, scheme, classes):
         sh(f"{TC} class add dev {dev} parent {parent} classid {classid} htb rate {rate}kbit"
            f" ceil {ceil}kbit {ecn}", lab.sw)
         if scheme == "fq_codel":
-            rate_bps = rate * 1000
-            ce_us = max(100, int(K_BYTES * 8 / rate_bps * 1e6))
+            ce_us = ce_threshold_us(rate)
             sh(f"{TC} qdisc add dev {dev} parent {classid} fq_codel ce_threshold {ce_us}us", lab.sw)
         if src:
             sh(f"{TC} filter add dev {dev} parent 1: protocol ip prio 1 u32 match ip src {src}/32"
@@ -135,11 +195,15 @@ def parse_sockperf(text):
     for m in re.finditer(r"percentile\s+([\d.]+)\s*=\s*([\d.]+)", text):
         pct[float(m.group(1))] = float(m.group(2))
     m = re.search(r"avg-(?:lat|rtt)\s*=\s*([\d.]+)", text)
+    # the probe's own load: under fq it is a flow with a cap of its own
+    run = re.search(r"\[Total Run\] RunTime=([\d.]+) sec.*?SentMessages=(\d+)", text)
     # sockperf ping-pong reports half the round trip ("latency"): double it
     return dict(p50_us=2 * pct[50.0] if 50.0 in pct else None,
                 p99_us=2 * pct[99.0] if 99.0 in pct else None,
                 p999_us=2 * pct[99.9] if 99.9 in pct else None,
-                avg_us=2 * float(m.group(1)) if m else None)
+                avg_us=2 * float(m.group(1)) if m else None,
+                sent=int(run.group(2)) if run else None,
+                run_s=float(run.group(1)) if run else None)
 
 
 CDF_P = sorted(set([i / 200 for i in range(201)] + [0.995, 0.999, 0.9999]))
@@ -221,8 +285,9 @@ def run_cell(lab, senders, flows, duration):
     """iperf3 from each sender (flows each) and one sockperf ping-pong from
     the first sender, all to rx, at once.  Returns per-sender iperf3
     interval sums ([bytes, seconds] per 100 ms), the sockperf percentiles,
-    the virtual CPU's busy fraction from the clients' start to their end
-    and the limiter's output sampled every 100 ms (WireSampler)."""
+    the virtual CPU's busy fraction from the clients' start to their end,
+    the limiter's output sampled every 100 ms (WireSampler) and the bulk
+    flows' own smoothed RTT (flow_rtt())."""
     rx = lab.ip("rx")
     procs = []
     wire = WireSampler(lab)
@@ -238,7 +303,7 @@ def run_cell(lab, senders, flows, duration):
     time.sleep(1.0)             # RTT under load, not during slow start
     log = f"/tmp/htb-sockperf-{os.getpid()}.csv"
     sp = lab.spawn(senders[0], sockperf_cmd(lab, max(1, duration - 2), log))
-    out = []
+    out, srtt = [], []
     for p in procs:
         # many flows take long to set up and tear down under TCG (16 flows
         # once took over a minute past their duration): wait, and record a
@@ -250,7 +315,9 @@ def run_cell(lab, senders, flows, duration):
             p.kill()
             p.communicate()
             out.append([])
+            srtt.append([])
             continue
+        srtt.append(flow_rtt(j))
         # the receiver's 100 ms intervals: what left the limiter (the
         # sender's intervals show its socket buffer filling instead)
         ivs = (j.get("server_output_json") or {}).get("intervals") or j["intervals"]
@@ -264,7 +331,20 @@ def run_cell(lab, senders, flows, duration):
     busy = cpu_busy(c0, cpu_sample())
     rtt = parse_sockperf(o + e)
     rtt["cdf_us"] = sockperf_cdf(log)
-    return out, rtt, busy, wire.finish()
+    return out, rtt, busy, wire.finish(), srtt
+
+
+def flow_rtt(j):
+    """The bulk flows' own RTT: per 100 ms interval of iperf3's sender, the
+    mean over its streams of the kernel's smoothed RTT (tcp_info, us).
+    sockperf's probe is one flow among them; a per-flow scheduler (fq,
+    fq_codel) gives it a queue of its own, and this is what the flows
+    that fill the limiter see."""
+    res = []
+    for iv in j.get("intervals") or []:
+        v = [st["rtt"] for st in iv.get("streams", []) if st.get("sender") and st.get("rtt")]
+        res.append(statistics.mean(v) if v else None)
+    return res
 
 
 def servers(lab, n):
@@ -279,16 +359,16 @@ def servers(lab, n):
     time.sleep(1.0)
 
 
-def class_counters(lab):
+def class_counters(lab, senders=()):
     try:
-        return _class_counters(lab)
+        return _class_counters(lab, senders)
     except (subprocess.TimeoutExpired, RuntimeError, ValueError) as e:
         # never lose the run over a counter (one read once took over
         # 120 s of virtual time on a host loaded by three VMs and a build)
         return {"error": f"{type(e).__name__}: {e}"}
 
 
-def _class_counters(lab):
+def _class_counters(lab, senders=()):
     TC = tc()
     out = json.loads(sh(f"{TC} -s -j class show dev rx", lab.sw))
     res = {}
@@ -306,10 +386,39 @@ def _class_counters(lab):
     res["drops"] = sum(q.get("drops", 0) for q in qd if q.get("kind") == "htb")
     res["fq_codel_ce_mark"] = sum(q.get("ecn_mark", 0) + q.get("ce_mark", 0) for q in qd
                                   if q.get("kind") == "fq_codel")
+    # sch_fq, where the fq schemes put it: sw's port and the senders' eth0
+    for name in senders:
+        qd += json.loads(sh(f"{TC} -s -j qdisc show dev eth0", lab.ns(name)))
+    res.update(fq_counters(qd))
     return res
 
 
-def guest_table1(rate_kbit, duration):
+def fq_counters(qdiscs):
+    """sch_fq's counters of `tc -s -j qdisc show` entries, summed: CE
+    marks (ce_threshold), drops (all; flows_plimit: at the per-flow limit
+    of 100 packets) and how often a flow was throttled by its rate"""
+    res = {}
+    for q in qdiscs:
+        if q.get("kind") != "fq":
+            continue
+        for src, key in (("ce_mark", "fq_ce_mark"), ("drops", "fq_drops"),
+                         ("flows_plimit", "fq_flows_plimit"), ("throttled", "fq_throttled")):
+            res[key] = res.get(key, 0) + (q.get(src) or 0)
+    return res
+
+
+def publish_partial(raw):
+    """the cells so far as raw.partial.json, and out of a sealed guest
+    (dcnet/partial.py), should the boot end before raw.json: --reanalyse
+    reads it as a raw.json"""
+    part = os.path.join(config.get("DCNET_OUT") or ".", "raw.partial.json")
+    with open(part + ".tmp", "w") as f:
+        json.dump(raw, f)
+    os.replace(part + ".tmp", part)
+    partial.publish(part, "raw.partial.json")
+
+
+def guest_table1(rate_kbit, duration, raw=None):
     from dcnet.testbed.netlab import Lab
     cells = []
     # the unloaded RTT: limiter configured, nothing else running
@@ -327,20 +436,25 @@ def guest_table1(rate_kbit, duration):
         unloaded["cpu_busy"] = busy
     finally:
         lab.close()
+    if raw is not None:
+        raw["table1"] = dict(unloaded=unloaded, cells=cells)
     for scheme in SCHEMES:
         for flows in FLOWS_RUN:
             lab = Lab(["vm", "rx"], prefix="t")
             try:
-                setup_scheme(lab, scheme, [("1:10", rate_kbit, rate_kbit, None)])
+                setup_scheme(lab, scheme, [("1:10", rate_kbit, rate_kbit, None)], flows, ["vm"])
                 servers(lab, 1)
-                tput, rtt, busy, wire = run_cell(lab, ["vm"], flows, duration)
+                tput, rtt, busy, wire, srtt = run_cell(lab, ["vm"], flows, duration)
                 cells.append(dict(scheme=scheme, flows=flows, rate_kbit=rate_kbit, tput=tput, rtt=rtt,
-                                  wire=wire, counters=class_counters(lab), cpu_busy=busy))
+                                  wire=wire, flow_rtt=srtt, counters=class_counters(lab, ["vm"]),
+                                  cpu_busy=busy))
                 print(f"table1 {scheme:9s} {flows:2d} flows: rtt {rtt}; virtual CPU {busy_pct(busy)} busy",
                       flush=True)
                 progress.cell_done(f"table1 {scheme} {flows} flows")
             finally:
                 lab.close()
+            if raw is not None:
+                publish_partial(raw)
     return dict(unloaded=unloaded, cells=cells)
 
 
@@ -349,17 +463,17 @@ def guest_table2(total_kbit, duration):
     cells = []
     for frac in T2_MIN_FRACTIONS:
         x = int(total_kbit * frac)
-        for scheme in SCHEMES:
+        for scheme in T2_SCHEMES:
             for flows in T2_FLOWS:
                 lab = Lab(["vm1", "vm2", "rx"], prefix="w")
                 try:
                     setup_scheme(lab, scheme, [("1:11", x, total_kbit, lab.ip("vm1")),
                                                ("1:12", x, total_kbit, lab.ip("vm2"))])
                     servers(lab, 2)
-                    tput, rtt, busy, wire = run_cell(lab, ["vm1", "vm2"], flows, duration)
+                    tput, rtt, busy, wire, srtt = run_cell(lab, ["vm1", "vm2"], flows, duration)
                     cells.append(dict(scheme=scheme, flows=flows, min_kbit=x, total_kbit=total_kbit,
-                                      tput=tput, rtt=rtt, wire=wire, counters=class_counters(lab),
-                                      cpu_busy=busy))
+                                      tput=tput, rtt=rtt, wire=wire, flow_rtt=srtt,
+                                      counters=class_counters(lab, ["vm1", "vm2"]), cpu_busy=busy))
                     print(f"table2 {scheme:9s} x={x} {flows:2d} flows: rtt {rtt}; virtual CPU {busy_pct(busy)} busy",
                           flush=True)
                     progress.cell_done(f"table2 {scheme} x={x} {flows} flows")
@@ -386,9 +500,18 @@ def calibrate():
         lab.close()
 
 
+def select_schemes(names):
+    """SCHEMES and T2_SCHEMES restricted to the comma list NAMES (--schemes)"""
+    global SCHEMES, T2_SCHEMES
+    want = names.split(",")
+    SCHEMES = [s for s in want if s in SCHEMES]
+    T2_SCHEMES = [s for s in SCHEMES if s in HTB_SCHEMES]
+
+
 def guest_main(a):
     global FLOWS_RUN, K_BYTES
     FLOWS_RUN = [int(x) for x in a.flows.split(",")]
+    select_schemes(a.schemes)
     K_BYTES = a.k_bytes
     out = config.get("DCNET_OUT")
     subprocess.run("modprobe tcp_dctcp", shell=True, check=True)
@@ -403,12 +526,18 @@ def guest_main(a):
                k_bytes=K_BYTES, duration_s=a.duration, calibration_cpu_busy=cal_busy)
     # the cells, for the host's progress lines (dcnet/progress.py)
     progress.start(len(SCHEMES) * len(FLOWS_RUN)
-                   + (0 if a.no_table2 else len(T2_MIN_FRACTIONS) * len(SCHEMES) * len(T2_FLOWS)))
-    raw["table1"] = guest_table1(rate_mbit * 1000, a.duration)
+                   + (0 if a.no_table2 else len(T2_MIN_FRACTIONS) * len(T2_SCHEMES) * len(T2_FLOWS)))
+    # the cells so far are published after each Table 1 cell (a boot
+    # stopped before its end keeps them)
+    raw["table1"] = guest_table1(rate_mbit * 1000, a.duration, raw)
     if not a.no_table2:
         raw["table2"] = guest_table2(rate_mbit * 1000, a.duration)
     with open(os.path.join(out, "raw.json"), "w") as f:
         json.dump(raw, f)
+    try:
+        os.unlink(os.path.join(out, "raw.partial.json"))
+    except FileNotFoundError:
+        pass
 
 
 # ----------------------------------------------------------------- host side
@@ -440,11 +569,80 @@ def queue_at_p50(p50_us, unloaded_us, rate_bps):
                 rtt_p50_at_paper_ratio=at_paper / PAPER_UNLOADED_US)
 
 
+def flow_rtt_p50(cell, duration_s=None):
+    """the median, over the 100 ms intervals from MEASURE_FROM_S to
+    duration_s, of the senders' flows' mean smoothed RTT (us; run_cell's
+    flow_rtt), or None where it was not recorded"""
+    per = [x for x in (cell.get("flow_rtt") or []) if x]
+    if not per:
+        return None
+    first = int(round(MEASURE_FROM_S * 10))
+    last = int(round(duration_s * 10)) if duration_s else max(len(x) for x in per)
+    vals = []
+    for i in range(first, last):
+        v = [x[i] for x in per if i < len(x) and x[i] is not None]
+        if v:
+            vals.append(statistics.mean(v))
+    return statistics.median(vals) if vals else None
+
+
+# a sockperf message of 64 bytes in one TCP/IPv4 frame with timestamps
+# (Ethernet 14 + IP 20 + TCP 32 bytes of headers), as the limiter counts it
+PROBE_FRAME_BYTES = 64 + 66
+
+
+def probe_mbit(rtt):
+    """what the RTT probe sent through the limiter (Mbit/s of frames)"""
+    if not rtt.get("sent") or not rtt.get("run_s"):
+        return None
+    return rtt["sent"] * PROBE_FRAME_BYTES * 8 / rtt["run_s"] / 1e6
+
+
+# The paper's goals for a limiter (Sec. 1, Sec. 4), each judged per cell:
+# its output at least GOAL_SATURATION of R, its CV per 100 ms at most
+# GOAL_CV, and the probe's median RTT, its queue drained at the paper's
+# 1 Gbit/s (queue_at_p50()), at most GOAL_RTT_RATIO of the unloaded RTT.
+GOAL_SATURATION = 0.95
+GOAL_CV = 0.05
+GOAL_RTT_RATIO = 2.0
+# an output above this share of R: the limiter did not hold the aggregate
+# to R (fq's maxrate caps each flow, the probe's too)
+OVER_R = 1.02
+
+
+def flow_rtt_at_paper(srtt_us, unloaded_us, rate_bps):
+    """The bulk flows' median sRTT as queue_at_p50() scales the probe's:
+    the delay beyond the unloaded RTT is a queue that drains at R (HTB's
+    FIFO) or at R/N per flow (fq), and at the paper's 1 Gbit/s (or 1/N of
+    it) the same bytes take R/1 Gbit/s of that time; as a ratio to the
+    paper's unloaded 62 us"""
+    if srtt_us is None or unloaded_us is None:
+        return None
+    delay = max(0.0, srtt_us - unloaded_us) * rate_bps / PAPER_RATE_BPS
+    return (PAPER_UNLOADED_US + delay) / PAPER_UNLOADED_US
+
+
+def goals(r):
+    """{goal: True / False / None (not measured)} of a results row; the
+    paper's three, and the RTT goal once more for the bulk flows' own RTT
+    (flows_rtt: where a per-flow scheduler keeps the probe out of their
+    queue, the probe alone does not show it)"""
+    sat, cv, ratio = r.get("wire_saturation"), r.get("wire_cv"), r.get("rtt_p50_at_paper_ratio")
+    fr = r.get("flow_rtt_at_paper_ratio")
+    return dict(rate=None if sat is None else sat >= GOAL_SATURATION,
+                cv=None if cv is None else cv <= GOAL_CV,
+                rtt=None if ratio is None else ratio <= GOAL_RTT_RATIO,
+                flows_rtt=None if fr is None else fr <= GOAL_RTT_RATIO)
+
+
 def cell_stats(cell, rate_bps, duration_s=None, unloaded_us=None):
     # slow start and the probe's start are left out (MEASURE_FROM_S); the
     # clients stop at duration_s
     wire = wire_stats(cell.get("wire"), rate_bps, MEASURE_FROM_S, duration_s or 0.0)
     wire.update(queue_at_p50(cell["rtt"]["p50_us"], unloaded_us, rate_bps))
+    frtt = flow_rtt_p50(cell, duration_s)
+    wire.update(flow_rtt_p50_us=frtt, probe_mbit=probe_mbit(cell["rtt"]),
+                flow_rtt_at_paper_ratio=flow_rtt_at_paper(frtt, unloaded_us, rate_bps))
     # sum over senders, per 100 ms interval
     n = min(len(t) for t in cell["tput"])
     if not n:           # iperf3 did not finish (run_cell)
@@ -490,10 +688,12 @@ def analyse(raw):
     for c in raw["table1"]["cells"]:
         s = cell_stats(c, c["rate_kbit"] * 1000, raw["duration_s"], raw["table1"]["unloaded"].get("p50_us"))
         res["table1"].append(dict(scheme=c["scheme"], flows=c["flows"], **s))
+        res["table1"][-1]["goals"] = goals(res["table1"][-1])
     for c in raw.get("table2", {}).get("cells", []):
         s = cell_stats(c, c["total_kbit"] * 1000, raw["duration_s"], raw["table1"]["unloaded"].get("p50_us"))
         res["table2"].append(dict(scheme=c["scheme"], flows=c["flows"], min_kbit=c["min_kbit"],
                                   total_kbit=c["total_kbit"], **s))
+        res["table2"][-1]["goals"] = goals(res["table2"][-1])
     return res
 
 
@@ -606,6 +806,47 @@ def fmt_us(v):
     return "-" if v is None else (f"{v / 1000:.2f} ms" if v >= 1000 else f"{v:.0f} us")
 
 
+def _yes(v):
+    return "-" if v is None else ("yes" if v else "**no**")
+
+
+def goals_section(res):
+    """The paper's three goals per Table 1 cell, HTB's schemes beside fq's,
+    with the figures that decide them and the bulk flows' own RTT"""
+    L = ["## The paper's goals, HTB beside fq", "",
+         f"Per cell: the limiter's output at least {GOAL_SATURATION:.0%} of R (wire), its CV per 100 ms at "
+         f"most {GOAL_CV:.0%} (wire), and the probe's median RTT at the paper's scale at most "
+         f"{GOAL_RTT_RATIO:g}x of its unloaded RTT (the table above). The flows' sRTT is the bulk flows' "
+         "own smoothed RTT (tcp_info through iperf3, median of the 100 ms intervals): under a per-flow "
+         "scheduler (fq, fq_codel) the probe has a queue of its own, and this is the RTT the flows that fill "
+         "the limiter see. The probe's rate is what sockperf's ping-pong sent through the limiter; "
+         f"an output above {OVER_R:.0%} of R means the limiter did not hold the aggregate to R. "
+         "The last goal column applies the RTT goal to the flows' sRTT, scaled as the probe's is (its delay "
+         "beyond the unloaded RTT times R / 1 Gbit/s, over 62 us).", "",
+         "| scheme | what it configures |", "|---|---|"]
+    seen = [s for s in SCHEMES if any(r["scheme"] == s for r in res["table1"])]
+    L += [f"| {s} | {SCHEME_DOC[s]} |" for s in seen]
+    L += ["", "| scheme | flows | output (wire) | CV (wire) | RTT p50 at 1 Gbit/s | flows' sRTT p50 "
+          "| probe (Mbit/s) | >= 95% of R | CV <= 5% | RTT <= 2x | flows' sRTT <= 2x | signals |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for s in seen:
+        for r in (r for r in res["table1"] if r["scheme"] == s):
+            g = r.get("goals") or goals(r)
+            sat = r.get("wire_saturation")
+            over = " (over R)" if sat is not None and sat > OVER_R else ""
+            ratio = r.get("rtt_p50_at_paper_ratio")
+            at = "-" if ratio is None else f"{r['rtt_p50_at_paper_us']:.0f} us ({ratio:.1f}x)"
+            sig = ", ".join(f"{k} {v}" for k, v in (r.get("counters") or {}).items() if v and k != "error")
+            pm = r.get("probe_mbit")
+            fr = r.get("flow_rtt_at_paper_ratio")
+            frs = fmt_us(r.get("flow_rtt_p50_us")) + ("" if fr is None else f" ({fr:.1f}x)")
+            L.append(f"| {s} | {r['flows']} | {pct(sat)}{over} | {pct(r.get('wire_cv'))} | {at} | "
+                     f"{frs} | {'-' if pm is None else f'{pm:.1f}'} | "
+                     f"{_yes(g['rate'])} | {_yes(g['cv'])} | {_yes(g['rtt'])} | {_yes(g.get('flows_rtt'))} "
+                     f"| {sig} |")
+    return L
+
+
 def report(res, pngs, out):
     u = res["unloaded_rtt"]
     cal = res.get("calibration_cpu_busy")
@@ -681,6 +922,7 @@ def report(res, pngs, out):
             L.append(f"| {r['scheme']} | {r['flows']} | {r['queue_p50_bytes']:.0f} | "
                      f"{r['queue_p50_bytes'] / 1514:.1f} | {r['rtt_p50_at_paper_us']:.0f} us | "
                      f"{r['rtt_p50_at_paper_ratio']:.1f}x |")
+    L += [""] + goals_section(res)
     L.append("")
     L += [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in pngs]
     with open(os.path.join(out, "report.md"), "w") as f:
@@ -698,7 +940,7 @@ def host_main(a):
            "--rate-mbit", str(a.rate_mbit), "--duration", str(a.duration)]
     if a.no_table2:
         cmd.append("--no-table2")
-    cmd += ["--flows", a.flows, "--k-bytes", str(a.k_bytes)]
+    cmd += ["--flows", a.flows, "--k-bytes", str(a.k_bytes), "--schemes", a.schemes]
 
     def render(raw, res, out):
         report(res, plots(raw, res, out), out)
@@ -709,7 +951,8 @@ def host_main(a):
 def main(argv=None, prog=None):
     ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     ap.add_argument("--guest", action="store_true", help=argparse.SUPPRESS)
-    hostrun.add_args(ap, os.path.join(ROOT, "results", "bench-htb"))
+    # 48 cells took about 65 min of wall time per boot on a 2-core host
+    hostrun.add_args(ap, os.path.join(ROOT, "results", "bench-htb"), timeout=3 * 3600)
     ap.add_argument("--rate-mbit", type=int, default=0,
                     help="limiter rate; 0 (default): measure the guest and scale to it")
     ap.add_argument("--duration", type=int, default=DURATION_S, help="seconds per cell")
@@ -719,7 +962,13 @@ def main(argv=None, prog=None):
                          "the paper's Fig. 4 uses 20-100 KB at 1 Gbit/s)")
     ap.add_argument("--flows", default=",".join(map(str, FLOWS)),
                     help="iperf3 flow counts of Table 1 (default 1,2,8,16)")
+    ap.add_argument("--schemes", default=",".join(SCHEMES),
+                    help="the schemes to run, in this order (default all: %s; Table 2 runs the HTB ones)"
+                         % ",".join(SCHEMES))
     a = ap.parse_args(argv)
+    bad = [x for x in a.schemes.split(",") if x not in SCHEMES]
+    if bad:
+        ap.error(f"unknown scheme(s) {','.join(bad)}; known: {','.join(SCHEMES)}")
     (guest_main if a.guest else host_main)(a)
 
 

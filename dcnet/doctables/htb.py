@@ -194,6 +194,46 @@ def _combined_816():
             v1 if v1 == v2 else "ECE %s, RWND %s" % (v1, v2))
 
 
+# --- upstream's sch_fq beside HTB (bench-htb's fq cells, docs/results/htb-fq) --
+
+FQ_CLAIM = "htb-fq"
+
+# the schemes of bench/htb.py's Table 1, in its order, as the table names them
+FQ_TABLE_SCHEMES = (
+    ("plain", "HTB, pfifo leaf (CUBIC)"),
+    ("ce", "HTB `ecn_mode ce`"),
+    ("ece", "HTB `ecn_mode ece`"),
+    ("rwnd", "HTB `ecn_mode rwnd` (CUBIC)"),
+    ("fq_codel", "HTB, fq_codel leaf `ce_threshold`"),
+    ("fq", "fq `maxrate R/N ce_threshold` on the limiter's port"),
+    ("fq_edt", "fq `maxrate R/N ce_threshold` on the sender (EDT)"),
+)
+
+
+def _goal(v):
+    return "-" if v is None else ("yes" if v else "**no**")
+
+
+@table("htb-fq")
+def fq_table():
+    """Table 1's cells, HTB's schemes and fq's, against the paper's goals"""
+    res = load_json(FQ_CLAIM, "results.json")
+    rows = []
+    for scheme, name in FQ_TABLE_SCHEMES:
+        for r in _cells(res["table1"], scheme):
+            g = r["goals"]
+            rows.append((name, "%d" % r["flows"], _pct(r["wire_saturation"]), _pct(r["wire_cv"]),
+                         "%s (%.1fx)" % (_t(r["rtt_p50_us"]), r["rtt_p50_at_paper_ratio"]),
+                         "%s (%.1fx)" % (_t(r["flow_rtt_p50_us"]), r["flow_rtt_at_paper_ratio"]),
+                         "%.1f" % r["probe_mbit"],
+                         " / ".join(_goal(g[k]) for k in ("rate", "cv", "rtt")), _goal(g["flows_rtt"])))
+    return md_table(("limiter", "flows", "output of R", "CV (100 ms)", "probe RTT p50 (at 1 Gbit/s)",
+                     "flows' sRTT p50 (at 1 Gbit/s)", "probe (Mbit/s)",
+                     ">= 95% / CV <= 5% / RTT <= 2x", "flows' sRTT <= 2x"), rows) + (
+        "\n%s; unloaded RTT %s; DCTCP and ECN for every scheme but plain and rwnd. "
+        "Data: [htb-fq](results/htb-fq/).\n" % (_scale(res), _us(res["unloaded_rtt"]["p50_us"])))
+
+
 # --- the paper's rate in dilated time (docs/results/htb-fig4-dilated) ---------
 
 DILATED = "htb-fig4-dilated"

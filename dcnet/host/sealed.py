@@ -112,6 +112,14 @@ class Tree:
         parent = os.path.dirname(path)
         if parent != "/":
             self.add(parent, walk=False)
+            real = os.path.realpath(parent)
+            if real != parent:
+                # a symlinked directory on the way (a build directory's
+                # iproute2 linked to the shared cache, a worktree's .venv):
+                # the link is in the image now, and the file goes where
+                # it points; through the link, the copy would land on the
+                # host's own file
+                return self.add(os.path.join(real, os.path.basename(path)), skip, walk)
         dst = self._dst(path)
         if os.path.islink(path):
             target = os.readlink(path)
