@@ -2,20 +2,22 @@
 /* FastLane drop notifications at the source (CONFIG_TCP_FASTLANE).
  *
  * A FastLane switch port (net/sched/sch_fastlane.c) that drops a TCP
- * packet sends its headers back to the source instead: addresses
- * swapped, a DSCP codepoint set, the payload cut off, the original IP
- * length kept.  With net.ipv4.tcp_fastlane on, IPv4 and IPv6 accept such
- * a packet despite its length, and TCP hands it to the socket it names,
- * which retransmits at once (net/ipv4/tcp_fastlane.c).
+ * packet tells its source with an ICMP (ICMPv6) error of an experimental
+ * type quoting the packet's IP and TCP headers (include/net/fastlane.h).
+ * With net.ipv4.tcp_fastlane on, ICMP delivers it to TCP's error handler
+ * (tcp_v4_err(), tcp_v6_err()), which hands it to the socket it names:
+ * that one retransmits at once (net/ipv4/tcp_fastlane.c).
  */
 #ifndef _NET_TCP_FASTLANE_H
 #define _NET_TCP_FASTLANE_H
 
 #include <linux/jump_label_ratelimit.h>
+#include <net/fastlane.h>
 #include <linux/skbuff.h>
 #include <linux/sysctl.h>
 #include <linux/tcp.h>
 #include <linux/types.h>
+#include <linux/unaligned.h>
 #include <net/net_namespace.h>
 #include <net/tcp.h>
 
@@ -30,29 +32,17 @@
 /* entry.retx of Algorithm 1 saturates here (a 4-bit field of the skb) */
 #define TCP_FASTLANE_RETX_MAX		15
 
-/* The timeout-count option on every segment of a connection whose netns
- * has FastLane on: an experimental option (RFC 6994) with an ExID,
- * carrying the connection's number of RTOs so far (tcp_sock.total_rto).
- * A notification keeps the option of the packet it stands for.
- *
- *   NOP NOP | kind 254, length 6 | ExID 0xFA57 | 16-bit count
+/* Find the timestamp value in the TCP options @opt of @len bytes
+ * (untrusted: a notification's quote).  Returns whether there is one.
  */
-#define TCPOPT_FASTLANE_MAGIC		0xFA57
-#define TCPOLEN_EXP_FASTLANE		6
-#define TCPOLEN_EXP_FASTLANE_ALIGNED	8
-
-/* Find the timeout count in the TCP options @opt of @len bytes
- * (untrusted: a notification's).  Returns whether there is one.
- */
-static inline bool tcp_fastlane_parse_timeouts(const u8 *opt, int len,
-					       u16 *count)
+static inline bool tcp_fastlane_parse_tsval(const u8 *opt, int len, u32 *tsval)
 {
 	while (len > 0) {
 		u8 kind = opt[0], olen;
 
-		if (kind == 0)		/* TCPOPT_EOL */
+		if (kind == TCPOPT_EOL)
 			return false;
-		if (kind == 1) {	/* TCPOPT_NOP */
+		if (kind == TCPOPT_NOP) {
 			opt++;
 			len--;
 			continue;
@@ -62,9 +52,8 @@ static inline bool tcp_fastlane_parse_timeouts(const u8 *opt, int len,
 		olen = opt[1];
 		if (olen < 2 || olen > len)
 			return false;
-		if (kind == 254 && olen == TCPOLEN_EXP_FASTLANE &&
-		    ((opt[2] << 8) | opt[3]) == TCPOPT_FASTLANE_MAGIC) {
-			*count = (opt[4] << 8) | opt[5];
+		if (kind == TCPOPT_TIMESTAMP && olen == TCPOLEN_TIMESTAMP) {
+			*tsval = get_unaligned_be32(opt + 2);
 			return true;
 		}
 		opt += olen;
@@ -144,16 +133,15 @@ static inline bool tcp_fastlane_within_rate(u32 count, u32 cwnd)
 	return count < 2 * cwnd + TCP_FASTLANE_BURST;
 }
 
-/* Does a notification carry the options its connection puts on every
- * segment?  @ts_ok: timestamps were negotiated; @sends_timeouts: the
- * connection sends the timeout count.  A notification keeps the options
- * of the packet it stands for: one without them is forged or mangled
- * (leaving them out must not skip their checks).
+/* Does a notification quote the timestamp of the packet it stands for?
+ * FastLane requires timestamps (@ts_ok: the connection negotiated them,
+ * or the SYN carried them): they tell which transmission was dropped.
+ * A quote without one, where the connection sends them on every segment,
+ * is forged or mangled (leaving it out must not skip its check).
  */
-static inline bool tcp_fastlane_opts_ok(bool has_ts, bool ts_ok,
-					bool has_timeouts, bool sends_timeouts)
+static inline bool tcp_fastlane_opts_ok(bool has_ts, bool ts_ok)
 {
-	return (has_ts || !ts_ok) && (has_timeouts || !sends_timeouts);
+	return has_ts && ts_ok;
 }
 
 /* Does the recovery hold of Algorithm 1 still apply?  Only in the
@@ -250,18 +238,14 @@ tcp_fastlane_kind(int state, bool fastopen, bool syn)
  * retransmit queue that holds the notified sequence (if any)
  */
 struct tcp_fastlane_data_state {
-	u32	nf_tsval;	/* the notification's TCP timestamp */
+	u32	nf_tsval;	/* the quoted TCP timestamp */
 	u32	skb_tsval;	/* the skb's last transmission's, as sent */
-	u16	nf_timeouts;	/* the notification's timeout count */
-	u16	total_rto;	/* the connection's */
 	u32	rate_count;	/* notifications taken this round trip */
 	u32	cwnd;
 	u8	sacked;		/* the skb's TCP_SKB_CB()->sacked */
 	u8	ca_state;
 	bool	has_ts;
 	bool	ts_ok;		/* the connection negotiated timestamps */
-	bool	has_timeouts;
-	bool	sends_timeouts;	/* its segments carry the timeout count */
 	bool	found;		/* the notified sequence is in the queue */
 	bool	noted;		/* a notification of its last transmission
 				 * was taken (TCP_SKB_CB()->tx.fastlane_noted)
@@ -273,35 +257,42 @@ struct tcp_fastlane_data_state {
 
 enum tcp_fastlane_data_verdict {
 	TCP_FASTLANE_DATA_TAKE,		/* mark lost, resend what bound_sim allows */
-	TCP_FASTLANE_DATA_BADOPTS,	/* an option the connection sends is missing */
-	TCP_FASTLANE_DATA_STALE,
+	TCP_FASTLANE_DATA_NOTS,		/* no timestamps: cannot be validated */
+	TCP_FASTLANE_DATA_BADOPTS,	/* the quote has no timestamp */
+	TCP_FASTLANE_DATA_STALE,	/* delivered, noted, or CA_Loss */
+	TCP_FASTLANE_DATA_STALE_TS,	/* not the last transmission's TSval */
 	TCP_FASTLANE_DATA_BADSEQ,	/* not one segment of the queue's skb */
 	TCP_FASTLANE_DATA_RATELIMITED,	/* over the cap: mark lost, resend later */
 };
 
 /* Decide on a notification for data (or a FIN) within [snd_una, snd_nxt)
- * (tcp_fastlane_data()).  Stale: no longer in the queue, delivered
- * (SACKed), sent before the last timeout (timeout count), resent since
- * (timestamp), already notified (a copy or a replay of a notification
- * taken for the same transmission), or, without timestamps, its resend is in flight (which
- * copy was dropped is unknown), or a timeout's recovery owns the queue
- * (CA_Loss).  Bad sequence: a range that is not one wire segment of the
- * skb that holds it (tcp_fastlane_one_segment()).  The rate limit counts
- * only what passed every other check; a notification over it still marks
- * its segment lost, with no resend at once (tcp_fastlane_deferred_resend()).
+ * (tcp_fastlane_data()).  FastLane requires timestamps: without them the
+ * connection cannot tell which transmission was dropped (refused).  The
+ * quote must carry one (bad options).  Stale: no longer in the queue,
+ * delivered (SACKed), already notified (a copy or a replay of a
+ * notification taken for the same transmission), or a timeout's recovery
+ * owns the queue (CA_Loss).  Stale by timestamp: the quoted TSval is not
+ * that of the segment's last transmission, so it stands for a copy sent
+ * before a retransmission or before the last timeout (the paper's timeout
+ * count: everything sent before a timeout is either acknowledged by the
+ * time CA_Loss ends or resent with a new TSval).  Bad sequence: a range
+ * that is not one wire segment of the skb that holds it
+ * (tcp_fastlane_one_segment()).  The rate limit counts only what passed
+ * every other check; a notification over it still marks its segment
+ * lost, with no resend at once (tcp_fastlane_deferred_resend()).
  */
 static inline enum tcp_fastlane_data_verdict
 tcp_fastlane_data_verdict(const struct tcp_fastlane_data_state *s)
 {
-	if (!tcp_fastlane_opts_ok(s->has_ts, s->ts_ok, s->has_timeouts,
-				  s->sends_timeouts))
+	if (!s->ts_ok)
+		return TCP_FASTLANE_DATA_NOTS;
+	if (!tcp_fastlane_opts_ok(s->has_ts, s->ts_ok))
 		return TCP_FASTLANE_DATA_BADOPTS;
 	if (!s->found || (s->sacked & TCPCB_SACKED_ACKED) || s->noted ||
-	    (s->has_timeouts && s->nf_timeouts != s->total_rto) ||
-	    (s->has_ts && s->nf_tsval != s->skb_tsval) ||
-	    (!s->has_ts && (s->sacked & TCPCB_SACKED_RETRANS)) ||
 	    s->ca_state == TCP_CA_Loss)
 		return TCP_FASTLANE_DATA_STALE;
+	if (s->nf_tsval != s->skb_tsval)
+		return TCP_FASTLANE_DATA_STALE_TS;
 	if (s->misaligned)
 		return TCP_FASTLANE_DATA_BADSEQ;
 	if (!tcp_fastlane_within_rate(s->rate_count, s->cwnd))
@@ -309,25 +300,23 @@ tcp_fastlane_data_verdict(const struct tcp_fastlane_data_state *s)
 	return TCP_FASTLANE_DATA_TAKE;
 }
 
-/* Decide on a notification for a pure ACK of ours, which has no
- * transmission in the queue to be matched against: it must carry the
- * options every segment of the connection carries, the current timeout
- * count, and a timestamp from the last @window ticks of the connection's
- * clock (@now, offset included), so that a forger needs the connection's
- * random timestamp offset before it can use up the rate budget (s->found,
- * s->sacked, s->skb_tsval and s->ca_state are not used).
+/* Decide on a notification for a pure ACK of ours (or a SYN-ACK of a
+ * request), which has no transmission in the queue to be matched
+ * against: it must quote a timestamp from the last @window ticks of the
+ * connection's clock (@now, offset included), so that a forger needs the
+ * connection's random timestamp offset before it can use up the rate
+ * budget (s->found, s->sacked, s->skb_tsval and s->ca_state are not used).
  */
 static inline enum tcp_fastlane_data_verdict
 tcp_fastlane_ack_verdict(const struct tcp_fastlane_data_state *s, u32 now,
 			 u32 window)
 {
-	if (!tcp_fastlane_opts_ok(s->has_ts, s->ts_ok, s->has_timeouts,
-				  s->sends_timeouts))
+	if (!s->ts_ok)
+		return TCP_FASTLANE_DATA_NOTS;
+	if (!tcp_fastlane_opts_ok(s->has_ts, s->ts_ok))
 		return TCP_FASTLANE_DATA_BADOPTS;
-	if ((s->has_timeouts && s->nf_timeouts != s->total_rto) ||
-	    (s->has_ts && (after(s->nf_tsval, now) ||
-			   before(s->nf_tsval, now - window))))
-		return TCP_FASTLANE_DATA_STALE;
+	if (after(s->nf_tsval, now) || before(s->nf_tsval, now - window))
+		return TCP_FASTLANE_DATA_STALE_TS;
 	if (!tcp_fastlane_within_rate(s->rate_count, s->cwnd))
 		return TCP_FASTLANE_DATA_RATELIMITED;
 	return TCP_FASTLANE_DATA_TAKE;
@@ -437,22 +426,20 @@ static inline bool tcp_fastlane_backlogged(const struct sk_buff *skb)
 	return tcp_fastlane_active() && unlikely(TCP_SKB_CB(skb)->fastlane);
 }
 
-/* Does @sk put the timeout count on its segments?  Not an MPTCP subflow:
- * MPTCP's options (a DSS mapping is up to 28 bytes) must not lose their
- * room to it, and its timestamps already tell stale notifications apart.
+/* Is an ICMP error of @type a notification this netns takes?  From
+ * icmp_rcv() (which discards unknown types otherwise) and tcp_v4_err().
  */
-static inline bool tcp_fastlane_sends_timeouts(const struct sock *sk)
+static inline bool tcp_fastlane_icmp(const struct net *net, u8 type)
 {
-	return tcp_fastlane_on(sock_net(sk)) && !sk_is_mptcp(sk);
+	return type == ICMP_FASTLANE && tcp_fastlane_on(net);
 }
 
-/* Is @dsfield (with @proto) a notification this netns takes? */
-static inline bool tcp_fastlane_nf(const struct net *net, u8 dsfield,
-				   u8 proto)
+/* ... an ICMPv6 error of @type, from tcp_v6_err() (icmpv6_rcv() hands
+ * errors of unknown types to the protocol's error handler)
+ */
+static inline bool tcp_fastlane_icmpv6(const struct net *net, u8 type)
 {
-	return tcp_fastlane_active() && proto == IPPROTO_TCP &&
-	       READ_ONCE(net->ipv4.sysctl_tcp_fastlane) &&
-	       (dsfield >> 2) == READ_ONCE(net->ipv4.sysctl_tcp_fastlane_dscp);
+	return type == ICMPV6_FASTLANE && tcp_fastlane_on(net);
 }
 
 /* Algorithm 1: no new data while the socket recovers from notifications,
@@ -543,23 +530,12 @@ static inline void tcp_fastlane_resent(struct sk_buff *skb)
 		TCP_SKB_CB(skb)->tx.fastlane_noted = 0;
 }
 
-bool __tcp_fastlane_v4_rcv(struct net *net, struct sk_buff *skb);
-bool tcp_fastlane_is_nf(struct sk_buff *skb);
-void tcp_fastlane_rcv(struct net *net, struct sock *sk, struct sk_buff *skb);
+void tcp_fastlane_err(struct net *net, struct sock *sk, struct sk_buff *skb,
+		      unsigned int thoff);
 void tcp_fastlane_backlog_rcv(struct sock *sk, struct sk_buff *skb);
 bool __tcp_fastlane_retx_begin(struct sock *sk, struct tcp_fastlane_pass *p);
 int __tcp_fastlane_retx_segs(struct sock *sk, struct tcp_fastlane_pass *p,
 			     struct sk_buff *skb, bool lowest, int segs);
-
-/* From tcp_v4_rcv(), before the checksum check: is @skb a notification
- * (then consumed)?
- */
-static inline bool tcp_fastlane_v4_rcv(struct net *net, struct sk_buff *skb)
-{
-	if (!tcp_fastlane_active())
-		return false;
-	return __tcp_fastlane_v4_rcv(net, skb);
-}
 
 /* Algorithm 1's bound_sim, from tcp_xmit_retransmit_queue(): before a
  * pass over the retransmit queue, count the notified segments' resends
@@ -602,20 +578,19 @@ static inline bool tcp_fastlane_backlogged(const struct sk_buff *skb)
 	return false;
 }
 
-static inline bool tcp_fastlane_sends_timeouts(const struct sock *sk)
+static inline bool tcp_fastlane_icmp(const struct net *net, u8 type)
 {
 	return false;
 }
 
-static inline bool tcp_fastlane_nf(const struct net *net, u8 dsfield,
-				   u8 proto)
+static inline bool tcp_fastlane_icmpv6(const struct net *net, u8 type)
 {
 	return false;
 }
 
-static inline bool tcp_fastlane_v4_rcv(struct net *net, struct sk_buff *skb)
+static inline void tcp_fastlane_err(struct net *net, struct sock *sk,
+				    struct sk_buff *skb, unsigned int thoff)
 {
-	return false;
 }
 
 static inline void tcp_fastlane_backlog_rcv(struct sock *sk,
@@ -625,11 +600,6 @@ static inline void tcp_fastlane_backlog_rcv(struct sock *sk,
 }
 
 static inline bool tcp_fastlane_holds_new_data(struct sock *sk)
-{
-	return false;
-}
-
-static inline bool tcp_fastlane_is_nf(struct sk_buff *skb)
 {
 	return false;
 }

@@ -3,43 +3,38 @@
  * FastLane drop notifications at the source (CONFIG_TCP_FASTLANE).
  *
  * Zats et al., "FastLane: Making Short Flows Shorter with Agile Drop
- * Notification", SoCC 2015: a switch port that drops a TCP packet sends
- * its headers back to the source at high priority (net/sched/
- * sch_fastlane.c), and the source retransmits at once instead of waiting
- * for duplicate ACKs or a timeout.
+ * Notification", SoCC 2015: a switch port that drops a TCP packet tells
+ * its source at high priority (net/sched/sch_fastlane.c), and the source
+ * retransmits at once instead of waiting for duplicate ACKs or a timeout.
  *
- * A notification is untrusted input: plaintext, unauthenticated, its
- * checksum that of the packet it stands for, plus one (the switch's
- * mark).  It is taken only when net.ipv4.tcp_fastlane is on, it carries
- * the configured codepoint, and it is cut short or marked (a whole
- * segment with a valid checksum is a segment, codepoint or not);
- * it must name an existing connection that nothing protects: a socket
- * with TCP-MD5 or TCP-AO keys, an IPsec policy or transform, a minimum
- * TTL (hop limit) the notification is below, or a socket filter that
- * refuses it never acts on one (TCPFastLaneRefused): those checks come
- * after this hook in tcp_v{4,6}_rcv(), and a notification cannot pass
- * the first two anyway.  Its sequence range must lie within
- * [snd_una, snd_nxt) (or be a SYN, SYN-ACK, FIN or pure ACK the socket
- * has sent).  Every segment of such a connection carries its number of
- * timeouts so far in an experimental TCP option (RFC 6994), which the
- * notification keeps: it must match, or the notification is from before
- * the last timeout (the paper's rule).  On a connection that negotiated
- * timestamps, the notification's must be that of the segment's last
- * transmission: a notification from before a retransmission, or from
- * before a timeout, is stale.  It must name one wire segment of the skb
- * that holds it: a multiple of the skb's MSS into it, one MSS long (or
- * the rest of the skb); anything else would split the retransmit queue
- * at any byte and is counted as a bad sequence (TCPFastLaneBadSeq).
- * A data notification without either
- * option where the connection sends it is refused (TCPFastLaneBadOpts):
- * leaving options out must not skip their checks.  Without timestamps,
- * a notification for a segment whose retransmission is in flight is
- * ambiguous and ignored.  At most 2 * cwnd + 16 notifications are taken
- * per socket and round trip, counted after every other check, so that
- * forged ones cannot use up the budget of genuine ones.  Everything else
- * is counted (TCPFastLane* in nstat) and dropped.  A notification that
- * finds the socket owned by the user waits in the socket's backlog like
- * any segment (TCP_SKB_CB(skb)->fastlane marks it).
+ * A notification is an ICMP (ICMPv6) error of an experimental type
+ * (include/net/fastlane.h) quoting the dropped packet's IP and TCP
+ * headers, options included.  ICMP validates it as it validates any
+ * error (checksum, IPsec policy) and hands it to tcp_v4_err() or
+ * tcp_v6_err(), which look the connection up by the quoted addresses and
+ * ports and call tcp_fastlane_err().  It is untrusted input: plaintext
+ * and unauthenticated.  It is taken only when net.ipv4.tcp_fastlane is
+ * on and it carries the configured codepoint; it must name an existing
+ * connection that nothing protects: a socket with TCP-MD5 or TCP-AO keys,
+ * an IPsec policy or transform, or a minimum TTL (hop limit) the
+ * notification is below never acts on one (TCPFastLaneRefused), and
+ * neither does a connection without timestamps, which cannot tell which
+ * transmission was dropped.  The quoted sequence range must lie within
+ * [snd_una, snd_nxt) (TCPFastLaneOutOfWindow; RFC 5927), or be a SYN,
+ * SYN-ACK, FIN or pure ACK the socket has sent.  The quote must carry a
+ * timestamp (TCPFastLaneBadOpts), and it must be that of the segment's
+ * last transmission (TCPFastLaneStaleTS): a notification from before a
+ * retransmission, or from before a timeout, is stale.  In CA_Loss the
+ * timeout's recovery owns the queue and notifications are stale.  It
+ * must name one wire segment of the skb that holds it: a multiple of the
+ * skb's MSS into it, one MSS long (or the rest of the skb); anything else
+ * would split the retransmit queue at any byte and is counted as a bad
+ * sequence (TCPFastLaneBadSeq).  At most 2 * cwnd + 16 notifications are
+ * taken per socket and round trip, counted after every other check, so
+ * that forged ones cannot use up the budget of genuine ones.  Everything
+ * else is counted (TCPFastLane* in nstat) and dropped.  A notification
+ * that finds the socket owned by the user waits in the socket's backlog
+ * (a clone of it, TCP_SKB_CB(skb)->fastlane marks it).
  *
  * Algorithm 1 of the paper maps onto Linux's loss recovery:
  *
@@ -74,7 +69,6 @@
  *    notification reports a drop, it does not infer one.
  */
 
-#include <linux/filter.h>
 #include <linux/jump_label_ratelimit.h>
 #include <linux/kernel.h>
 #include <linux/mutex.h>
@@ -95,9 +89,7 @@ struct tcp_fastlane_info {
 	u32	end_seq;	/* counts SYN and FIN */
 	u32	tsval;		/* of the dropped transmission */
 	u32	ack_seq;	/* its ACK field (if ack) */
-	u16	timeouts;	/* the connection's RTOs when it was sent */
 	bool	has_ts;
-	bool	has_timeouts;
 	bool	syn;
 	bool	ack;
 };
@@ -410,15 +402,44 @@ void __tcp_fastlane_tail_push(struct sock *sk)
 		NET_INC_STATS(sock_net(sk), LINUX_MIB_TCPFASTLANETAILPUSH);
 }
 
+/* Count a notification refused for its timestamp: the connection has
+ * none (refused), the quote has none (bad options), or it is not the
+ * transmission's (stale by timestamp)
+ */
+static void tcp_fastlane_count(struct net *net,
+			       enum tcp_fastlane_data_verdict v)
+{
+	switch (v) {
+	case TCP_FASTLANE_DATA_NOTS:
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEREFUSED);
+		break;
+	case TCP_FASTLANE_DATA_BADOPTS:
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBADOPTS);
+		break;
+	case TCP_FASTLANE_DATA_STALE_TS:
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALETS);
+		break;
+	case TCP_FASTLANE_DATA_STALE:
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
+		break;
+	case TCP_FASTLANE_DATA_BADSEQ:
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBADSEQ);
+		break;
+	case TCP_FASTLANE_DATA_RATELIMITED:
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANERATELIMITED);
+		break;
+	case TCP_FASTLANE_DATA_TAKE:
+		break;
+	}
+}
+
 /* A notification for data (or a FIN) in flight, socket locked by us */
 static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *nf)
 {
 	struct inet_connection_sock *icsk = inet_csk(sk);
 	struct tcp_fastlane_data_state st = {
 		.nf_tsval	= nf->tsval,
-		.nf_timeouts	= nf->timeouts,
 		.has_ts		= nf->has_ts,
-		.has_timeouts	= nf->has_timeouts,
 	};
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct net *net = sock_net(sk);
@@ -426,9 +447,6 @@ static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *n
 
 	skb = tcp_fastlane_find(sk, nf->seq);
 	st.ts_ok = tp->rx_opt.tstamp_ok;
-	/* every segment of the connection carries the timeout count */
-	st.sends_timeouts = tcp_fastlane_sends_timeouts(sk);
-	st.total_rto = tp->total_rto;
 	st.ca_state = icsk->icsk_ca_state;
 	st.cwnd = tcp_snd_cwnd(tp);
 	st.rate_count = tcp_fastlane_rate_count(sk);
@@ -446,12 +464,14 @@ static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *n
 						  nf->seq, nf->end_seq);
 	}
 	switch (tcp_fastlane_data_verdict(&st)) {
+	case TCP_FASTLANE_DATA_NOTS:
 	case TCP_FASTLANE_DATA_BADOPTS:
-		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBADOPTS);
+	case TCP_FASTLANE_DATA_STALE_TS:
+		tcp_fastlane_count(net, tcp_fastlane_data_verdict(&st));
 		return;
 	case TCP_FASTLANE_DATA_STALE:
-		/* delivered, resent since, sent before the last timeout,
-		 * or a timeout's recovery owns it
+		/* delivered, already notified, or a timeout's recovery
+		 * owns it
 		 */
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
 		return;
@@ -506,8 +526,9 @@ static void tcp_fastlane_data(struct sock *sk, const struct tcp_fastlane_info *n
 
 /* A notification for a SYN of ours (SYN_SENT).  The SYN carries
  * timestamps if tcp_connect_init() counted them in tcp_header_len (MD5
- * and AO sockets, which add to it too, refuse notifications): then so
- * must the notification.
+ * and AO sockets, which add to it too, refuse notifications); a SYN
+ * without them cannot be told from an earlier one (refused), and the
+ * quote must carry the SYN's.
  */
 static void tcp_fastlane_syn(struct sock *sk, const struct tcp_fastlane_info *nf)
 {
@@ -517,14 +538,17 @@ static void tcp_fastlane_syn(struct sock *sk, const struct tcp_fastlane_info *nf
 	bool ts_ok = tp->tcp_header_len >= sizeof(struct tcphdr) +
 					   TCPOLEN_TSTAMP_ALIGNED;
 
-	if (!tcp_fastlane_opts_ok(nf->has_ts, ts_ok, true, false)) {
-		NET_INC_STATS(sock_net(sk), LINUX_MIB_TCPFASTLANEBADOPTS);
+	if (!ts_ok || !nf->has_ts) {
+		tcp_fastlane_count(sock_net(sk), ts_ok ? TCP_FASTLANE_DATA_BADOPTS :
+							 TCP_FASTLANE_DATA_NOTS);
 		return;
 	}
-	if (!skb || !nf->syn || nf->seq != TCP_SKB_CB(skb)->seq ||
-	    (nf->has_ts &&
-	     nf->tsval != tcp_skb_timestamp_ts(tp->tcp_usec_ts, skb) + tp->tsoffset)) {
+	if (!skb || !nf->syn || nf->seq != TCP_SKB_CB(skb)->seq) {
 		NET_INC_STATS(sock_net(sk), LINUX_MIB_TCPFASTLANESTALE);
+		return;
+	}
+	if (nf->tsval != tcp_skb_timestamp_ts(tp->tcp_usec_ts, skb) + tp->tsoffset) {
+		NET_INC_STATS(sock_net(sk), LINUX_MIB_TCPFASTLANESTALETS);
 		return;
 	}
 	if (!tcp_fastlane_rate_ok(sk)) {
@@ -540,9 +564,9 @@ static void tcp_fastlane_syn(struct sock *sk, const struct tcp_fastlane_info *nf
 }
 
 /* Does a notification for the SYN-ACK of @req carry what the SYN-ACK
- * carried?  With timestamps, a timestamp from the request's last second
- * (the SYN-ACK's own is not kept): a forger then needs the request's
- * random offset.  Counts a refusal (BadOpts or Stale).
+ * carried?  A timestamp from the request's last second (the SYN-ACK's own
+ * is not kept): a forger then needs the request's random offset.  A
+ * request without timestamps refuses it.  Counts a refusal.
  */
 static bool tcp_fastlane_req_ts_ok(struct net *net,
 				   const struct request_sock *req,
@@ -557,17 +581,14 @@ static bool tcp_fastlane_req_ts_ok(struct net *net,
 	};
 	u32 window = treq->req_usec_ts ? USEC_PER_SEC : MSEC_PER_SEC;
 
-	switch (tcp_fastlane_ack_verdict(&st, tcp_clock_ts(treq->req_usec_ts) +
-					 treq->ts_off, window)) {
-	case TCP_FASTLANE_DATA_TAKE:
+	enum tcp_fastlane_data_verdict v;
+
+	v = tcp_fastlane_ack_verdict(&st, tcp_clock_ts(treq->req_usec_ts) +
+				     treq->ts_off, window);
+	if (v == TCP_FASTLANE_DATA_TAKE)
 		return true;
-	case TCP_FASTLANE_DATA_BADOPTS:
-		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBADOPTS);
-		return false;
-	default:
-		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
-		return false;
-	}
+	tcp_fastlane_count(net, v);
+	return false;
 }
 
 /* A notification for the SYN-ACK of a Fast Open child (a full socket in
@@ -609,34 +630,20 @@ static void tcp_fastlane_pure_ack(struct sock *sk,
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct tcp_fastlane_data_state st = {
 		.nf_tsval	= nf->tsval,
-		.nf_timeouts	= nf->timeouts,
 		.has_ts		= nf->has_ts,
-		.has_timeouts	= nf->has_timeouts,
 		.ts_ok		= tp->rx_opt.tstamp_ok,
-		.sends_timeouts	= tcp_fastlane_sends_timeouts(sk),
-		.total_rto	= tp->total_rto,
 		.cwnd		= tcp_snd_cwnd(tp),
 	};
 	u32 window = tp->tcp_usec_ts ? USEC_PER_SEC : MSEC_PER_SEC;
 	struct net *net = sock_net(sk);
+	enum tcp_fastlane_data_verdict v;
 
 	st.rate_count = tcp_fastlane_rate_count(sk);
-	switch (tcp_fastlane_ack_verdict(&st, tcp_time_stamp_ts(tp) +
-					 tp->tsoffset, window)) {
-	case TCP_FASTLANE_DATA_BADOPTS:
-		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBADOPTS);
+	v = tcp_fastlane_ack_verdict(&st, tcp_time_stamp_ts(tp) + tp->tsoffset,
+				     window);
+	if (v != TCP_FASTLANE_DATA_TAKE) {
+		tcp_fastlane_count(net, v);
 		return;
-	case TCP_FASTLANE_DATA_STALE:
-		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
-		return;
-	case TCP_FASTLANE_DATA_BADSEQ:		/* (data only) */
-		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBADSEQ);
-		return;
-	case TCP_FASTLANE_DATA_RATELIMITED:
-		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANERATELIMITED);
-		return;
-	case TCP_FASTLANE_DATA_TAKE:
-		break;
 	}
 	tp->fastlane.count++;
 	NET_INC_STATS(net, LINUX_MIB_TCPFASTLANENOTIFY);
@@ -686,47 +693,54 @@ static void tcp_fastlane_act(struct sock *sk, const struct tcp_fastlane_info *nf
 		tcp_fastlane_pure_ack(sk, nf);
 		break;
 	default:
-		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBADSEQ);
+		/* RFC 5927: not in flight, as tcp_v4_err() counts it */
+		NET_INC_STATS(net, LINUX_MIB_OUTOFWINDOWICMPS);
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEOUTOFWINDOW);
 	}
 }
 
-/* What the notification @skb says (its headers only are trusted to be
- * there).  Returns false if its IP length is shorter than its headers.
+/* What the notification @skb says: its quote, at skb->data (the quoted
+ * IP header, IPv4 or IPv6), the quoted TCP header @thoff bytes into it.
+ * Pulls the TCP header and its options.  Returns false if they are not
+ * all there, or the quoted IP length is shorter than the headers.
  */
-static bool tcp_fastlane_parse(struct net *net, struct sk_buff *skb,
+static bool tcp_fastlane_parse(struct sk_buff *skb, unsigned int thoff,
 			       struct tcp_fastlane_info *nf)
 {
-	const struct tcphdr *th = tcp_hdr(skb);
-	struct tcp_options_received opt = {};
+	const struct tcphdr *th;
 	unsigned int hlen, total;
 
-	hlen = skb_transport_header(skb) - skb_network_header(skb) +
-	       th->doff * 4;
-	if (skb->protocol == htons(ETH_P_IP))
-		total = ntohs(ip_hdr(skb)->tot_len);
+	if (!pskb_may_pull(skb, thoff + sizeof(*th)))
+		return false;
+	th = (const struct tcphdr *)(skb->data + thoff);
+	hlen = thoff + th->doff * 4;
+	if (th->doff < sizeof(*th) / 4 || !pskb_may_pull(skb, hlen))
+		return false;
+	th = (const struct tcphdr *)(skb->data + thoff);
+	if ((skb->data[0] >> 4) == 4)
+		total = ntohs(((const struct iphdr *)skb->data)->tot_len);
 	else
-		total = ntohs(ipv6_hdr(skb)->payload_len) +
+		total = ntohs(((const struct ipv6hdr *)skb->data)->payload_len) +
 			sizeof(struct ipv6hdr);
 	if (total < hlen)
 		return false;
-	tcp_parse_options(net, skb, &opt, 0, NULL);
 	nf->seq = ntohl(th->seq);
 	nf->end_seq = nf->seq + (total - hlen) + th->syn + th->fin;
-	nf->has_ts = opt.saw_tstamp;
-	nf->tsval = opt.rcv_tsval;
+	nf->has_ts = tcp_fastlane_parse_tsval((const u8 *)(th + 1),
+					      th->doff * 4 - sizeof(*th),
+					      &nf->tsval);
 	nf->syn = th->syn;
 	nf->ack = th->ack;
 	nf->ack_seq = ntohl(th->ack_seq);
-	nf->has_timeouts = tcp_fastlane_parse_timeouts((const u8 *)(th + 1),
-						       th->doff * 4 - sizeof(*th),
-						       &nf->timeouts);
 	return true;
 }
 
 /**
  * tcp_fastlane_backlog_rcv - a notification that found @sk owned by user
  * @sk: the socket, owned by us now (__release_sock())
- * @skb: the notification, from the backlog (TCP_SKB_CB(skb)->fastlane)
+ * @skb: a clone of the notification, from the backlog
+ *	 (TCP_SKB_CB(skb)->fastlane; the quoted TCP header's offset in
+ *	 TCP_SKB_CB(skb)->seq)
  *
  * Consumes @skb.  Called from tcp_v{4,6}_do_rcv().
  */
@@ -734,10 +748,10 @@ void tcp_fastlane_backlog_rcv(struct sock *sk, struct sk_buff *skb)
 {
 	struct tcp_fastlane_info nf = {};
 
-	if (tcp_fastlane_parse(sock_net(sk), skb, &nf))
+	if (tcp_fastlane_parse(skb, TCP_SKB_CB(skb)->seq, &nf))
 		tcp_fastlane_act(sk, &nf);
 	consume_skb(skb);
-	/* the reference tcp_fastlane_rcv() took for it */
+	/* the reference tcp_fastlane_err() took for it */
 	static_branch_slow_dec_deferred(&tcp_fastlane_needed);
 }
 EXPORT_SYMBOL_GPL(tcp_fastlane_backlog_rcv);
@@ -766,12 +780,14 @@ static void tcp_fastlane_req(struct net *net, struct request_sock *req,
 }
 
 /* Must @sk (established, or a request socket) refuse the notification
- * @skb?  The checks tcp_v{4,6}_rcv() makes of a segment after the hook
- * that takes notifications: a protected connection never acts on a
- * plaintext notification, whatever it says.  From the receive path
- * (RCU), before TCP_SKB_CB() overwrites IPCB().
+ * @skb?  A protected connection never acts on a plaintext notification,
+ * whatever it says: TCP-MD5 or TCP-AO keys, an IPsec policy or transform
+ * (ICMP itself passed the host's IPsec policy in icmp_rcv()), or a
+ * minimum TTL (hop limit) the notification, as it arrived, is below;
+ * nor does one whose codepoint is not the namespace's.
  */
-static bool tcp_fastlane_refused(struct sock *sk, struct sk_buff *skb)
+static bool tcp_fastlane_refused(struct net *net, struct sock *sk,
+				 struct sk_buff *skb)
 {
 	struct sock *full = sk;
 	struct dst_entry *dst;
@@ -799,157 +815,99 @@ static bool tcp_fastlane_refused(struct sock *sk, struct sk_buff *skb)
 	if (skb->protocol == htons(ETH_P_IP)) {
 		if (ip_hdr(skb)->ttl < READ_ONCE(inet_sk(full)->min_ttl))
 			return true;
-		if (!xfrm4_policy_check(full, XFRM_POLICY_IN, skb))
-			return true;
+		return (ipv4_get_dsfield(ip_hdr(skb)) >> 2) !=
+		       READ_ONCE(net->ipv4.sysctl_tcp_fastlane_dscp);
 	}
 #if IS_ENABLED(CONFIG_IPV6)
-	if (skb->protocol == htons(ETH_P_IPV6)) {
-		if (full->sk_family == AF_INET6 &&
-		    ipv6_hdr(skb)->hop_limit < READ_ONCE(inet6_sk(full)->min_hopcount))
-			return true;
-		if (!xfrm6_policy_check(full, XFRM_POLICY_IN, skb))
-			return true;
-	}
+	if (full->sk_family == AF_INET6 &&
+	    ipv6_hdr(skb)->hop_limit < READ_ONCE(inet6_sk(full)->min_hopcount))
+		return true;
+	return (ipv6_get_dsfield(ipv6_hdr(skb)) >> 2) !=
+	       READ_ONCE(net->ipv4.sysctl_tcp_fastlane_dscp);
+#else
+	return true;
 #endif
-	/* may trim @skb after its TCP header: the IP length stays */
-	return tcp_filter(full, skb);
 }
 
 /**
- * tcp_fastlane_rcv - take a notification for socket @sk
+ * tcp_fastlane_err - take a notification for socket @sk
  * @net: the namespace it arrived in
- * @sk: the socket it names (a reference, released here), or NULL
- * @skb: the notification, network and transport headers set, the TCP
- *	 header and its options pulled, skb->data at the TCP header
+ * @sk: the socket its quote names (a reference, released here): a full,
+ *	request or TIME_WAIT socket
+ * @skb: the ICMP (ICMPv6) error, skb->data at the quoted IP header, the
+ *	 IP (IPv6) header it arrived with at its network header
+ * @thoff: the offset of the quoted TCP header from skb->data
  *
- * Consumes @skb.
+ * Called from tcp_v4_err() and tcp_v6_err() for a FastLane error type
+ * (tcp_fastlane_icmp(), tcp_fastlane_icmpv6()) in place of the stock
+ * handling; @skb stays the caller's.
  */
-void tcp_fastlane_rcv(struct net *net, struct sock *sk, struct sk_buff *skb)
+void tcp_fastlane_err(struct net *net, struct sock *sk, struct sk_buff *skb,
+		      unsigned int thoff)
 {
 	struct tcp_fastlane_info nf = {};
+	struct sk_buff *clone;
 
-	if (!tcp_fastlane_parse(net, skb, &nf)) {
-		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBADSEQ);
-		if (sk)
-			sock_gen_put(sk);
-		goto out;
-	}
-	if (!sk) {
-		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANENOSOCKET);
-		goto out;
-	}
 	if (sk->sk_state == TCP_TIME_WAIT) {
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANESTALE);
 		inet_twsk_put(inet_twsk(sk));
-		goto out;
+		return;
 	}
-	if (tcp_fastlane_refused(sk, skb)) {
+	if (!tcp_fastlane_parse(skb, thoff, &nf)) {
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEBADSEQ);
+		sock_gen_put(sk);
+		return;
+	}
+	if (tcp_fastlane_refused(net, sk, skb)) {
 		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANEREFUSED);
 		sock_gen_put(sk);
-		goto out;
+		return;
 	}
 	if (sk->sk_state == TCP_NEW_SYN_RECV) {
 		tcp_fastlane_req(net, inet_reqsk(sk), &nf);
 		reqsk_put(inet_reqsk(sk));
-		goto out;
+		return;
 	}
 
 	bh_lock_sock(sk);
 	if (!sock_owned_by_user(sk)) {
 		tcp_fastlane_act(sk, &nf);
-	} else {
-		/* like any segment: the owner processes it on release.  It
-		 * holds a reference on the static key, so that the backlog's
-		 * test (tcp_fastlane_backlogged()) stays on until then; none
-		 * is taken once the key is being disabled.  Its control
-		 * block holds IPCB bytes until now: tcp_add_backlog()
-		 * compares the backlog's tail with the next segment (end_seq,
-		 * flags, dsfield) before it coalesces them, so it is cleared
-		 * (no ACK flag: nothing coalesces with it).
-		 */
-		memset(TCP_SKB_CB(skb), 0, sizeof(struct tcp_skb_cb));
-		TCP_SKB_CB(skb)->fastlane = 1;
-		if (!static_key_fast_inc_not_disabled(&tcp_fastlane_needed.key.key)) {
-			NET_INC_STATS(net, LINUX_MIB_TCPFASTLANELOCKDROPPED);
-		} else if (unlikely(sk_add_backlog(sk, skb,
-						   READ_ONCE(sk->sk_rcvbuf) +
-						   READ_ONCE(sk->sk_sndbuf)))) {
-			static_branch_slow_dec_deferred(&tcp_fastlane_needed);
-			NET_INC_STATS(net, LINUX_MIB_TCPFASTLANELOCKDROPPED);
-		} else {
-			skb = NULL;
-		}
+		goto out;
 	}
+	/* Owned: a clone of the error waits in the backlog, handled on
+	 * release like a segment (tcp_v4_err() drops most errors here,
+	 * LINUX_MIB_LOCKDROPPEDICMPS; a notification is a loss to repair
+	 * now).  It holds a reference on the static key, so that the
+	 * backlog's test (tcp_fastlane_backlogged()) stays on until then;
+	 * none is taken once the key is being disabled.  Its control block
+	 * is cleared (tcp_add_backlog() compares the backlog's tail with the
+	 * next segment before it coalesces them: no ACK flag, nothing
+	 * coalesces with it) but for its mark and the quoted TCP header's
+	 * offset.
+	 */
+	clone = skb_clone(skb, GFP_ATOMIC);
+	if (!clone) {
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANELOCKDROPPED);
+		goto out;
+	}
+	memset(TCP_SKB_CB(clone), 0, sizeof(struct tcp_skb_cb));
+	TCP_SKB_CB(clone)->fastlane = 1;
+	TCP_SKB_CB(clone)->seq = thoff;
+	if (!static_key_fast_inc_not_disabled(&tcp_fastlane_needed.key.key)) {
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANELOCKDROPPED);
+		kfree_skb(clone);
+	} else if (unlikely(sk_add_backlog(sk, clone,
+					   READ_ONCE(sk->sk_rcvbuf) +
+					   READ_ONCE(sk->sk_sndbuf)))) {
+		static_branch_slow_dec_deferred(&tcp_fastlane_needed);
+		NET_INC_STATS(net, LINUX_MIB_TCPFASTLANELOCKDROPPED);
+		kfree_skb(clone);
+	}
+out:
 	bh_unlock_sock(sk);
 	sock_put(sk);
-out:
-	if (skb)
-		consume_skb(skb);
 }
-EXPORT_SYMBOL_GPL(tcp_fastlane_rcv);
-
-/**
- * tcp_fastlane_is_nf - is a TCP packet with the codepoint a notification?
- * @skb: at its TCP header (tcp_v{4,6}_rcv()), the header pulled
- *
- * A notification is cut short (its IP length is that of the packet it
- * stands for), or whole with the mark the switch puts on every one: its
- * TCP checksum one off (sch_fastlane.c).  A segment that merely carries
- * the codepoint (its sender's IP_TOS, a reflection, a remarking) is
- * whole and its checksum verifies: it is a segment.  The check costs a
- * checksum of the headers, for packets with the codepoint only.
- */
-bool tcp_fastlane_is_nf(struct sk_buff *skb)
-{
-	unsigned int hlen = skb_transport_header(skb) - skb_network_header(skb);
-	unsigned int total, len = skb->len;
-	__wsum csum;
-
-	if (skb->protocol == htons(ETH_P_IP))
-		total = ntohs(ip_hdr(skb)->tot_len);
-	else
-		total = ntohs(ipv6_hdr(skb)->payload_len) + sizeof(struct ipv6hdr);
-	if (hlen + len < total)
-		return true;
-	if (skb_csum_unnecessary(skb))
-		return false;
-	csum = skb_checksum(skb, 0, len, 0);
-	if (skb->protocol == htons(ETH_P_IP))
-		return csum_tcpudp_magic(ip_hdr(skb)->saddr, ip_hdr(skb)->daddr,
-					 len, IPPROTO_TCP, csum) != 0;
-	return csum_ipv6_magic(&ipv6_hdr(skb)->saddr, &ipv6_hdr(skb)->daddr,
-			       len, IPPROTO_TCP, csum) != 0;
-}
-EXPORT_SYMBOL_GPL(tcp_fastlane_is_nf);
-
-/**
- * __tcp_fastlane_v4_rcv - called by tcp_v4_rcv() before the checksum check
- * @net: the namespace
- * @skb: a TCP segment whose header and options are pulled
- *
- * Returns true if @skb is a notification this namespace takes (it is
- * consumed), false for anything else.
- */
-bool __tcp_fastlane_v4_rcv(struct net *net, struct sk_buff *skb)
-{
-	const struct iphdr *iph = ip_hdr(skb);
-	const struct tcphdr *th = tcp_hdr(skb);
-	struct sock *sk;
-
-	if (!tcp_fastlane_nf(net, ipv4_get_dsfield(iph), iph->protocol) ||
-	    !tcp_fastlane_is_nf(skb))
-		return false;
-	/* ours is the source of the dropped packet: the addresses are
-	 * swapped, the ports are not
-	 */
-	sk = __inet_lookup_established(net, net->ipv4.tcp_death_row.hashinfo,
-				       iph->saddr, th->dest, iph->daddr,
-				       ntohs(th->source), inet_iif(skb),
-				       inet_sdif(skb));
-	tcp_fastlane_rcv(net, sk, skb);
-	return true;
-}
-EXPORT_SYMBOL_GPL(__tcp_fastlane_v4_rcv);
+EXPORT_SYMBOL_GPL(tcp_fastlane_err);
 
 /* DEFINE_STATIC_KEY_DEFERRED_FALSE(tcp_fastlane_needed, HZ), written out */
 struct static_key_false_deferred tcp_fastlane_needed = {

@@ -95,8 +95,8 @@ static void ofo_option_roundtrip(struct kunit *test)
 
 static void ofo_option_among_others(struct kunit *test)
 {
-	/* NOP NOP TS | FastLane's timeout count (NOP NOP, 6 bytes) | ours |
-	 * NOP NOP SACK with one block: what an ACK carries
+	/* NOP NOP TS | an experimental option of another ExID (NOP NOP, 6
+	 * bytes) | ours | NOP NOP SACK with one block
 	 */
 	static const u8 ack[] = {
 		1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2,

@@ -3,25 +3,33 @@
  * FastLane switch port: drop notifications
  *
  * A byte-limited FIFO, like the port of a shallow-buffered switch, that
- * turns the TCP packets it must drop into notifications for their
- * sources (Zats et al., "FastLane: Making Short Flows Shorter with Agile
- * Drop Notification", SoCC 2015, Sec. 3.2):
+ * tells the sources of the TCP packets it must drop (Zats et al.,
+ * "FastLane: Making Short Flows Shorter with Agile Drop Notification",
+ * SoCC 2015, Sec. 3.2):
  *
- *  - the headers up to the end of the TCP options are copied, source and
- *    destination swapped, the DSCP set to the FastLane codepoint and the
- *    IP length of the original packet kept;
- *  - the notification leaves through the port the packet came in on
- *    when the packet was bridged to this port (both ports of one
- *    bridge; the Ethernet addresses swapped), and is routed to its new
- *    destination otherwise: when the port forwards at layer 3 (a Linux
- *    router has rewritten the Ethernet header by the time the packet
- *    reaches its egress queue), when the packet was routed into the
- *    bridge this port belongs to, and when it was sent by this host;
- *  - packets with the codepoint, made here or elsewhere, wait in a
- *    queue of their own, served at strict priority over data within a
- *    token bucket of 1% of the port's rate, and beyond it only when no
- *    data waits.  That queue holds 2.5% of the port's buffer; what does
- *    not fit is dropped, never notified.
+ *  - the notification is an ICMP error of an experimental type (IPv4:
+ *    253, RFC 4727; IPv6: 100, RFC 4443) addressed to the packet's source
+ *    and quoting its IP header and its whole TCP header, options included
+ *    (include/net/fastlane.h), with the FastLane codepoint in its DSCP;
+ *    the source's TCP takes it in its error handler;
+ *  - it leaves through the port the packet came in on when the packet
+ *    was bridged to this port (both ports of one bridge; the Ethernet
+ *    addresses swapped, the packet's destination as its source), and is
+ *    routed to the packet's source otherwise, from the address of the
+ *    route back, as an ICMP error about it would be: when the port
+ *    forwards at layer 3, when the packet was routed into the bridge
+ *    this port belongs to, and when it was sent by this host;
+ *  - it is built and sent here, not by icmp_send(): that one needs the
+ *    packet's route (a bridged packet has none), sends from the context
+ *    it is called in (this port's root lock held) and is capped by the
+ *    host's ICMP rate limits (net.ipv4.icmp_msgs_per_sec, 1000 a second
+ *    by default, and per destination), far below the paper's caps at a
+ *    port of a few Gbit/s; the caps here are the paper's;
+ *  - notifications, made here or elsewhere (FastLane ICMP errors with the
+ *    codepoint), wait in a queue of their own, served at strict priority
+ *    over data within a token bucket of 1% of the port's rate, and beyond
+ *    it only when no data waits.  That queue holds 2.5% of the port's
+ *    buffer; what does not fit is dropped, never notified.
  *
  * A notification is built under the root lock of the port that drops,
  * but it is sent from a BH work item: sending it from the enqueue path
@@ -40,6 +48,7 @@
 #include <linux/tcp.h>
 #include <linux/workqueue.h>
 #include <kunit/visibility.h>
+#include <net/addrconf.h>
 #include <net/ip.h>
 #include <net/ip6_checksum.h>
 #include <net/ip6_route.h>
@@ -83,8 +92,8 @@ static struct fastlane_cb *fastlane_cb(struct sk_buff *skb)
 	return (struct fastlane_cb *)skb->cb;
 }
 
-/* The length of the IP and TCP headers (with options) at the network
- * header of @skb if a notification can be made of it, else 0: TCP
+/* The length of the quote of @skb, its IP and TCP headers (with options)
+ * at its network header, if a notification can be made of it, else 0: TCP
  * directly after an IPv4 header (of a whole datagram or of its first
  * fragment: later ones have no TCP header), or after an IPv6 header
  * without extension headers.
@@ -126,99 +135,79 @@ static unsigned int fastlane_hdrlen(const struct sk_buff *skb, __be16 proto)
 		return 0;
 	}
 	th = skb_header_pointer(skb, nhoff + iphlen, sizeof(_th), &_th);
-	if (!th || th->doff < 5)
+	if (!th || !fastlane_quote_len(iphlen, th->doff))
 		return 0;
-	if (nhoff + iphlen + th->doff * 4 > skb->len)
+	if (nhoff + fastlane_quote_len(iphlen, th->doff) > skb->len)
 		return 0;
-	return iphlen + th->doff * 4;
+	return fastlane_quote_len(iphlen, th->doff);
 }
 
-/* The TCP checksum of the TCP segment at the transport header of @skb,
- * over what @skb holds from there (0: it verifies).
- */
-static __sum16 fastlane_tcp_csum(const struct sk_buff *skb, unsigned int len)
-{
-	int off = skb_transport_offset(skb);
-	__wsum csum = skb_checksum(skb, off, len, 0);
-
-	if (skb->protocol == htons(ETH_P_IP))
-		return csum_tcpudp_magic(ip_hdr(skb)->saddr, ip_hdr(skb)->daddr,
-					 len, IPPROTO_TCP, csum);
-	return csum_ipv6_magic(&ipv6_hdr(skb)->saddr, &ipv6_hdr(skb)->daddr,
-			       len, IPPROTO_TCP, csum);
-}
-
-/* The IP length @skb (IP at its network header) claims, or 0 */
-static unsigned int fastlane_ip_len(const struct sk_buff *skb)
-{
-	if (skb->protocol == htons(ETH_P_IP))
-		return ntohs(ip_hdr(skb)->tot_len);
-	return ntohs(ipv6_hdr(skb)->payload_len) + sizeof(struct ipv6hdr);
-}
-
-/* Mark the notification @nskb as one: its TCP checksum one off (one's
- * complement).  A notification of a segment without payload is not cut
- * short, and its checksum would still verify (swapping the addresses
- * does not change the pseudo-header's sum): a host without FastLane
- * would take it for a segment from the peer.  With the mark it drops it
- * as corrupt, and a FastLane host tells it from a segment that merely
- * carries the codepoint.  When @nskb holds the whole segment, the
- * checksum is first made right (the original's may have been left to
- * offload, CHECKSUM_PARTIAL).
- */
-static void fastlane_mark(struct sk_buff *nskb)
-{
-	unsigned int tcplen = nskb->len - skb_transport_offset(nskb);
-	struct tcphdr *th = tcp_hdr(nskb);
-	u32 sum;
-
-	if (fastlane_ip_len(nskb) == nskb->len - skb_network_offset(nskb)) {
-		th->check = 0;
-		th->check = fastlane_tcp_csum(nskb, tcplen);
-	}
-	sum = ntohs((__force __be16)th->check) + 1;
-	th->check = (__force __sum16)htons((sum & 0xffff) + (sum >> 16));
-}
-
-/* Build the notification for @skb, which is about to be dropped.  @l2:
- * with an Ethernet header whose addresses are those of @skb swapped.
- * Returns NULL if @skb is not TCP or no memory is at hand.
+/* Build the notification for @skb, which is about to be dropped: an
+ * IPv4 or IPv6 header to the packet's source, with the FastLane codepoint
+ * @dscp (ECN not-ECT), then the ICMP error and the quote.  @l2: with an
+ * Ethernet header whose addresses are those of @skb swapped, and finished
+ * (fastlane_finish()) with the packet's destination as its source; else
+ * the route back gives it its source address when it is sent.  Returns
+ * NULL if @skb is not TCP or no memory is at hand.
  */
 VISIBLE_IF_KUNIT struct sk_buff *fastlane_notification(const struct sk_buff *skb,
 						       u8 dscp, bool l2)
 {
 	__be16 proto = skb_protocol(skb, true);
-	unsigned int hlen = fastlane_hdrlen(skb, proto);
+	unsigned int qlen = fastlane_hdrlen(skb, proto), iphlen;
 	struct sk_buff *nskb;
+	u8 *quote;
 
-	if (!hlen)
+	if (!qlen)
 		return NULL;
 	if (l2 && (!skb_mac_header_was_set(skb) ||
 		   skb_mac_header_len(skb) < ETH_HLEN))
 		return NULL;
-	nskb = alloc_skb(LL_MAX_HEADER + hlen, GFP_ATOMIC);
+	iphlen = proto == htons(ETH_P_IP) ? sizeof(struct iphdr) :
+					    sizeof(struct ipv6hdr);
+	nskb = alloc_skb(LL_MAX_HEADER + iphlen + 8 + qlen, GFP_ATOMIC);
 	if (!nskb)
 		return NULL;
 	skb_reserve(nskb, LL_MAX_HEADER);
 	skb_reset_network_header(nskb);
-	if (skb_copy_bits(skb, skb_network_offset(skb), skb_put(nskb, hlen),
-			  hlen)) {
+	skb_put_zero(nskb, iphlen + 8);
+	skb_set_transport_header(nskb, iphlen);
+	quote = skb_put(nskb, qlen);
+	if (skb_copy_bits(skb, skb_network_offset(skb), quote, qlen)) {
 		kfree_skb(nskb);
 		return NULL;
 	}
 	nskb->protocol = proto;
 	if (proto == htons(ETH_P_IP)) {
-		skb_set_transport_header(nskb, ip_hdr(nskb)->ihl * 4);
-		fastlane_nf_ipv4(ip_hdr(nskb), dscp);
+		const struct iphdr *q = (const struct iphdr *)quote;
+		struct iphdr *iph = ip_hdr(nskb);
+
+		iph->version = 4;
+		iph->ihl = 5;
+		iph->tos = dscp << 2;
+		iph->ttl = IPDEFTTL;
+		iph->protocol = IPPROTO_ICMP;
+		iph->daddr = q->saddr;
+		icmp_hdr(nskb)->type = ICMP_FASTLANE;
 	} else {
-		skb_set_transport_header(nskb, sizeof(struct ipv6hdr));
-		fastlane_nf_ipv6(ipv6_hdr(nskb), dscp);
+		const struct ipv6hdr *q = (const struct ipv6hdr *)quote;
+		struct ipv6hdr *ip6h = ipv6_hdr(nskb);
+
+		ip6h->version = 6;
+		ipv6_change_dsfield(ip6h, 0, dscp << 2);
+		ip6h->nexthdr = IPPROTO_ICMPV6;
+		ip6h->hop_limit = IPDEFTTL;
+		ip6h->daddr = q->saddr;
+		icmp6_hdr(nskb)->icmp6_type = ICMPV6_FASTLANE;
 	}
-	fastlane_mark(nskb);
 	if (l2) {
 		unsigned int maclen = skb_mac_header_len(skb);
 		struct ethhdr *eth;
 
+		if (proto == htons(ETH_P_IP))
+			fastlane_finish(nskb, &((const struct iphdr *)quote)->daddr);
+		else
+			fastlane_finish(nskb, &((const struct ipv6hdr *)quote)->daddr);
 		/* the Ethernet header with its VLAN tags (in the packet or
 		 * offloaded), the addresses swapped
 		 */
@@ -241,20 +230,48 @@ VISIBLE_IF_KUNIT struct sk_buff *fastlane_notification(const struct sk_buff *skb
 }
 EXPORT_SYMBOL_IF_KUNIT(fastlane_notification);
 
-/* Is @skb a notification, for FastLane codepoint @dscp?  TCP with the
- * codepoint, and either cut short (its IP length is that of the packet
- * it stands for) or whole with the mark (fastlane_mark(): its checksum
- * does not verify).  A segment that merely carries the codepoint (set by
- * its sender, reflected or remarked) is data, like any other.
+/* Finish the notification @nskb (network header set) with the source
+ * address @saddr (a __be32 or a struct in6_addr): its lengths and
+ * checksums (ICMPv6's covers the addresses).
+ */
+VISIBLE_IF_KUNIT void fastlane_finish(struct sk_buff *nskb, const void *saddr)
+{
+	unsigned int len = skb_tail_pointer(nskb) - skb_transport_header(nskb);
+
+	if (ip_hdr(nskb)->version == 4) {
+		struct icmphdr *icmph = icmp_hdr(nskb);
+		struct iphdr *iph = ip_hdr(nskb);
+
+		iph->saddr = *(const __be32 *)saddr;
+		iph->tot_len = htons(sizeof(*iph) + len);
+		ip_send_check(iph);
+		icmph->checksum = 0;
+		icmph->checksum = csum_fold(csum_partial(icmph, len, 0));
+	} else {
+		struct icmp6hdr *icmp6h = icmp6_hdr(nskb);
+		struct ipv6hdr *ip6h = ipv6_hdr(nskb);
+
+		ip6h->saddr = *(const struct in6_addr *)saddr;
+		ip6h->payload_len = htons(len);
+		icmp6h->icmp6_cksum = 0;
+		icmp6h->icmp6_cksum = csum_ipv6_magic(&ip6h->saddr, &ip6h->daddr,
+						      len, IPPROTO_ICMPV6,
+						      csum_partial(icmp6h, len, 0));
+	}
+}
+EXPORT_SYMBOL_IF_KUNIT(fastlane_finish);
+
+/* Is @skb a notification, for FastLane codepoint @dscp?  A FastLane ICMP
+ * (ICMPv6) error, directly after its IP header, with the codepoint.  An
+ * error of that type without it, or a packet that merely carries the
+ * codepoint, is data, like any other.
  */
 VISIBLE_IF_KUNIT bool fastlane_is_notification(const struct sk_buff *skb, u8 dscp)
 {
 	int nhoff = skb_network_offset(skb);
-	unsigned int iplen, hlen, avail;
-	struct in6_addr s6, d6;
-	__be32 s4 = 0, d4 = 0;
-	bool v6 = false;
-	__wsum csum;
+	unsigned int off;
+	u8 _type;
+	const u8 *type;
 
 	switch (skb_protocol(skb, true)) {
 	case htons(ETH_P_IP): {
@@ -262,79 +279,74 @@ VISIBLE_IF_KUNIT bool fastlane_is_notification(const struct sk_buff *skb, u8 dsc
 		const struct iphdr *iph;
 
 		iph = skb_header_pointer(skb, nhoff, sizeof(_iph), &_iph);
-		if (!iph || iph->protocol != IPPROTO_TCP ||
-		    (ipv4_get_dsfield(iph) >> 2) != dscp || iph->ihl < 5)
+		if (!iph || iph->protocol != IPPROTO_ICMP || iph->ihl < 5 ||
+		    (iph->frag_off & htons(IP_OFFSET)) ||
+		    (ipv4_get_dsfield(iph) >> 2) != dscp)
 			return false;
-		iplen = ntohs(iph->tot_len);
-		hlen = iph->ihl * 4;
-		s4 = iph->saddr;
-		d4 = iph->daddr;
-		break;
+		off = nhoff + iph->ihl * 4;
+		type = skb_header_pointer(skb, off, 1, &_type);
+		return type && *type == ICMP_FASTLANE;
 	}
 	case htons(ETH_P_IPV6): {
 		struct ipv6hdr _ip6h;
 		const struct ipv6hdr *ip6h;
 
 		ip6h = skb_header_pointer(skb, nhoff, sizeof(_ip6h), &_ip6h);
-		if (!ip6h || ip6h->nexthdr != IPPROTO_TCP ||
+		if (!ip6h || ip6h->nexthdr != IPPROTO_ICMPV6 ||
 		    (ipv6_get_dsfield(ip6h) >> 2) != dscp)
 			return false;
-		iplen = ntohs(ip6h->payload_len) + sizeof(*ip6h);
-		hlen = sizeof(*ip6h);
-		s6 = ip6h->saddr;
-		d6 = ip6h->daddr;
-		v6 = true;
-		break;
+		off = nhoff + sizeof(*ip6h);
+		type = skb_header_pointer(skb, off, 1, &_type);
+		return type && *type == ICMPV6_FASTLANE;
 	}
 	default:
 		return false;
 	}
-	avail = skb->len - nhoff;
-	if (avail < iplen)
-		return true;		/* cut short */
-	if (iplen < hlen + sizeof(struct tcphdr))
-		return false;
-	/* whole: the mark tells; offload vouches for a segment's checksum */
-	if (skb->ip_summed == CHECKSUM_PARTIAL ||
-	    skb->ip_summed == CHECKSUM_UNNECESSARY)
-		return false;
-	csum = skb_checksum(skb, nhoff + hlen, iplen - hlen, 0);
-	if (!v6)
-		return csum_tcpudp_magic(s4, d4, iplen - hlen, IPPROTO_TCP,
-					 csum) != 0;
-	return csum_ipv6_magic(&s6, &d6, iplen - hlen, IPPROTO_TCP, csum) != 0;
 }
 EXPORT_SYMBOL_IF_KUNIT(fastlane_is_notification);
 
-/* The route of a notification to its new destination (the source of
- * the packet it stands for), or NULL.
+/* Route the notification @nskb back to the source of the packet it
+ * stands for and finish it with the source address the route gives;
+ * returns the route, or NULL.
  */
-static struct dst_entry *fastlane_route(struct net *net, struct sk_buff *nskb)
+static struct dst_entry *fastlane_route(struct net *net, struct sk_buff *nskb,
+					const struct fastlane_cb *cb)
 {
 	if (nskb->protocol == htons(ETH_P_IP)) {
 		struct flowi4 fl4 = {
 			.daddr = ip_hdr(nskb)->daddr,
-			.flowi4_oif = fastlane_cb(nskb)->l3mdev,
-			.flowi4_mark = fastlane_cb(nskb)->mark,
-			.flowi4_proto = IPPROTO_TCP,
+			.flowi4_oif = cb->l3mdev,
+			.flowi4_mark = cb->mark,
+			.flowi4_proto = IPPROTO_ICMP,
+			.fl4_icmp_type = ICMP_FASTLANE,
 		};
 		struct rtable *rt = ip_route_output_key(net, &fl4);
 
-		return IS_ERR(rt) ? NULL : &rt->dst;
+		if (IS_ERR(rt))
+			return NULL;
+		fastlane_finish(nskb, &fl4.saddr);
+		return &rt->dst;
 	}
 #if IS_ENABLED(CONFIG_IPV6)
 	if (nskb->protocol == htons(ETH_P_IPV6)) {
 		struct flowi6 fl6 = {
 			.daddr = ipv6_hdr(nskb)->daddr,
-			.flowi6_oif = fastlane_cb(nskb)->l3mdev,
-			.flowi6_mark = fastlane_cb(nskb)->mark,
-			.flowi6_proto = IPPROTO_TCP,
+			.flowi6_oif = cb->l3mdev,
+			.flowi6_mark = cb->mark,
+			.flowi6_proto = IPPROTO_ICMPV6,
+			.fl6_icmp_type = ICMPV6_FASTLANE,
 		};
 		struct dst_entry *dst = ip6_route_output(net, NULL, &fl6);
+		struct in6_addr saddr;
 
-		if (!dst->error)
-			return dst;
-		dst_release(dst);
+		if (dst->error ||
+		    ipv6_dev_get_saddr(net, ip6_dst_idev(dst)->dev, &fl6.daddr,
+				       0, &saddr)) {
+			dst_release(dst);
+			return NULL;
+		}
+		fastlane_finish(nskb, &saddr);
+		return dst;
 	}
 #endif
 	return NULL;
@@ -345,31 +357,34 @@ static struct dst_entry *fastlane_route(struct net *net, struct sk_buff *nskb)
  */
 static void fastlane_send(struct net *net, struct sk_buff *nskb)
 {
-	struct fastlane_cb *cb = fastlane_cb(nskb);
+	struct fastlane_cb cb = *fastlane_cb(nskb);
 	struct net_device *dev;
 	struct dst_entry *dst;
 
-	if (cb->l2) {
-		dev = dev_get_by_index_rcu(net, cb->iif);
+	memset(nskb->cb, 0, sizeof(nskb->cb));
+	if (cb.l2) {
+		dev = dev_get_by_index_rcu(net, cb.iif);
 		if (!dev || !(dev->flags & IFF_UP)) {
 			kfree_skb(nskb);
 			return;
 		}
 		nskb->dev = dev;
-		memset(nskb->cb, 0, sizeof(nskb->cb));
 		dev_queue_xmit(nskb);
 		return;
 	}
-	dst = fastlane_route(net, nskb);
-	memset(nskb->cb, 0, sizeof(nskb->cb));
+	dst = fastlane_route(net, nskb, &cb);
 	if (!dst) {
 		kfree_skb(nskb);
 		return;
 	}
 	skb_dst_set(nskb, dst);
 	nskb->dev = dst->dev;
-	/* not ip_local_out(): it would set the IP length to what is left */
-	dst_output(net, NULL, nskb);
+	if (nskb->protocol == htons(ETH_P_IP))
+		ip_local_out(net, NULL, nskb);
+#if IS_ENABLED(CONFIG_IPV6)
+	else
+		ip6_local_out(net, NULL, nskb);
+#endif
 }
 
 /* Notifications sent per run of the work item: the hand-off can hold a
@@ -423,7 +438,7 @@ static bool fastlane_bridged(const struct net_device *dev,
 	return br && br == netdev_master_upper_dev_get_rcu(in);
 }
 
-/* @skb is dropped: make it a notification if it is TCP (not one itself) */
+/* @skb is dropped: tell its source if it is TCP (a notification is ICMP) */
 static void fastlane_notify(struct Qdisc *sch, struct sk_buff *skb)
 {
 	struct fastlane_sched_data *q = qdisc_priv(sch);

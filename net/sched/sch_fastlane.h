@@ -3,16 +3,14 @@
  *
  * Zats et al., "FastLane: Making Short Flows Shorter with Agile Drop
  * Notification", SoCC 2015, Sec. 3.2: a switch port that must drop a TCP
- * packet turns it into a notification for its source instead: source and
- * destination swapped, a reserved DSCP codepoint set, everything after
- * the TCP header and its options cut off, and the IP length of the
- * original packet kept so that the source learns which bytes were lost.
- * Notifications travel at strict priority, within 1% of a port's rate
- * and 2.5% of its buffer.
+ * packet tells its source instead, with an ICMP error of an experimental
+ * type quoting the packet's IP and TCP headers (include/net/fastlane.h)
+ * and carrying the FastLane codepoint.  Notifications travel at strict
+ * priority, within 1% of a port's rate and 2.5% of its buffer.
  *
- * These are the pure parts: the header rewrite and the notification
- * token bucket, with no locking (sch_fastlane_kunit.c tests them and the
- * skb transform exported to it).
+ * These are the pure parts: the notification token bucket, with no
+ * locking (sch_fastlane_kunit.c tests it and the skb transform exported
+ * to it).
  */
 #ifndef _NET_SCHED_SCH_FASTLANE_H
 #define _NET_SCHED_SCH_FASTLANE_H
@@ -22,8 +20,8 @@
 #include <linux/math64.h>
 #include <linux/minmax.h>
 #include <linux/skbuff.h>
-#include <net/checksum.h>
 #include <net/dsfield.h>
+#include <net/fastlane.h>
 #include <net/inet_ecn.h>
 
 /* Defaults: a shallow switch port of 128 KB, notifications within 2.5%
@@ -34,32 +32,6 @@
 #define FASTLANE_NF_RATE_PERCENT	1
 /* The codepoint notifications carry unless configured otherwise */
 #define FASTLANE_DEFAULT_DSCP		0x2d
-
-/* Rewrite an IPv4 header into a notification's: swap the addresses and
- * set the DSCP, keeping the ECN field and the total length (of a first
- * fragment: the fragment's).  Swapping
- * two 32-bit words does not change a one's complement sum, so only the
- * DSCP change updates the header checksum (incrementally).
- */
-static inline void fastlane_nf_ipv4(struct iphdr *iph, u8 dscp)
-{
-	__be16 frag = iph->frag_off;
-
-	swap(iph->saddr, iph->daddr);
-	ipv4_change_dsfield(iph, INET_ECN_MASK, dscp << 2);
-	/* of a first fragment: a whole packet, not one to reassemble */
-	if (frag & htons(IP_MF)) {
-		iph->frag_off &= ~htons(IP_MF);
-		csum_replace2(&iph->check, frag, iph->frag_off);
-	}
-}
-
-/* The same for IPv6 (no header checksum; the payload length is kept) */
-static inline void fastlane_nf_ipv6(struct ipv6hdr *ip6h, u8 dscp)
-{
-	swap(ip6h->saddr, ip6h->daddr);
-	ipv6_change_dsfield(ip6h, INET_ECN_MASK, dscp << 2);
-}
 
 /* Token bucket of a port's notifications, in bytes.  @rate is in bytes
  * per second (0: no cap), @burst the most it may save up.
@@ -111,7 +83,7 @@ static inline void fastlane_tb_charge(struct fastlane_tb *tb, u64 rate,
  * at a port and waiting to be sent (by its BH work)?  They are bounded by
  * the port's buffer, @limit bytes, for memory only: a notification that
  * is not handed off is a drop only the sender's RTO repairs, the very
- * timeout FastLane exists to avoid (2520 notifications of 52 bytes at a
+ * timeout FastLane exists to avoid (1638 notifications of 80 bytes at a
  * 128 KB port; far more than a burst makes before the work runs).
  */
 static inline bool fastlane_pending_admit(u32 pending_bytes, unsigned int len,
@@ -124,6 +96,7 @@ static inline bool fastlane_pending_admit(u32 pending_bytes, unsigned int len,
 /* sch_fastlane.c, exported to its KUnit tests only */
 struct sk_buff *fastlane_notification(const struct sk_buff *skb, u8 dscp,
 				      bool l2);
+void fastlane_finish(struct sk_buff *nskb, const void *saddr);
 bool fastlane_is_notification(const struct sk_buff *skb, u8 dscp);
 #endif
 

@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* KUnit tests of FastLane's switch side (sch_fastlane.c): the transform
- * of a packet about to be dropped into a notification, for IPv4 and IPv6,
- * routed and bridged, and the token bucket that caps notifications.
+/* KUnit tests of FastLane's switch side (sch_fastlane.c): the ICMP error
+ * that tells the source of a packet about to be dropped, for IPv4 and
+ * IPv6, routed and bridged, and the token bucket that caps notifications.
  */
 
 #include <kunit/test.h>
 #include <linux/etherdevice.h>
+#include <linux/icmp.h>
+#include <linux/icmpv6.h>
 #include <linux/if_vlan.h>
 #include <linux/tcp.h>
 #include <net/ip.h>
 #include <net/ip6_checksum.h>
+#include <net/pkt_sched.h>
 #include "sch_fastlane.h"
 
 MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);
@@ -84,101 +87,83 @@ static struct sk_buff *make_pkt(struct kunit *test, bool v6, u8 tos, u8 proto)
 	return skb;
 }
 
-/* The TCP headers of @n and @skb are the same for @len bytes, but for
- * the checksum
+/* IPv4 (IPv6) header of a notification, then 8 bytes of ICMP error */
+#define NF_V4_HDRS	(20 + 8)
+#define NF_V6_HDRS	(40 + 8)
+/* the quote: the IP header and the TCP header with its 12 option bytes */
+#define QUOTE_V4	(20 + 32)
+#define QUOTE_V6	(40 + 32)
+
+/* @n quotes the IP and TCP headers of @skb byte for byte, at @off */
+static void expect_quote(struct kunit *test, struct sk_buff *n,
+			 unsigned int off, struct sk_buff *skb, unsigned int len)
+{
+	KUNIT_ASSERT_EQ(test, n->len, off + len);
+	KUNIT_EXPECT_EQ(test, memcmp(n->data + off, skb_network_header(skb), len),
+			0);
+}
+
+/* The ICMP (ICMPv6) checksum of the finished notification @n verifies */
+static bool nf_csum_ok(struct sk_buff *n)
+{
+	unsigned int len = skb_tail_pointer(n) - skb_transport_header(n);
+	__wsum csum = csum_partial(skb_transport_header(n), len, 0);
+
+	if (ip_hdr(n)->version == 4)
+		return csum_fold(csum) == 0;
+	return csum_ipv6_magic(&ipv6_hdr(n)->saddr, &ipv6_hdr(n)->daddr, len,
+			       IPPROTO_ICMPV6, csum) == 0;
+}
+
+/* The quote: both headers whole, the payload never */
+static void fastlane_test_quote_len(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, fastlane_quote_len(20, 8), 52);
+	KUNIT_EXPECT_EQ(test, fastlane_quote_len(40, 5), 60);
+	/* the longest: 40 bytes of IPv4 options and 40 of TCP options */
+	KUNIT_EXPECT_EQ(test, fastlane_quote_len(60, 15), FASTLANE_QUOTE_MAX);
+	/* a data offset below a TCP header's: no quote */
+	KUNIT_EXPECT_EQ(test, fastlane_quote_len(20, 4), 0);
+	KUNIT_EXPECT_EQ(test, fastlane_quote_len(40, 0), 0);
+	/* an ICMP error must fit in 576 bytes (RFC 1812), ICMPv6 in 1280 */
+	KUNIT_EXPECT_LE(test, 60 + 8 + FASTLANE_QUOTE_MAX, 576);
+}
+
+/* What a port takes for a notification: a FastLane ICMP error with the
+ * codepoint; not one of another type, not one without the codepoint, not
+ * a TCP segment with the codepoint
  */
-static void expect_same_tcp(struct kunit *test, struct sk_buff *n,
-			    struct sk_buff *skb, unsigned int len)
-{
-	const u8 *a = skb_transport_header(n), *b = skb_transport_header(skb);
-
-	KUNIT_EXPECT_EQ(test, memcmp(a, b, 16), 0);
-	KUNIT_EXPECT_EQ(test, memcmp(a + 18, b + 18, len - 18), 0);
-}
-
-/* A valid TCP checksum for the whole packet @skb */
-static void set_tcp_csum(struct sk_buff *skb)
-{
-	unsigned int len = skb->len - skb_transport_offset(skb);
-	struct tcphdr *th = tcp_hdr(skb);
-	__wsum csum;
-
-	th->check = 0;
-	csum = skb_checksum(skb, skb_transport_offset(skb), len, 0);
-	if (skb->protocol == htons(ETH_P_IP))
-		th->check = csum_tcpudp_magic(ip_hdr(skb)->saddr, ip_hdr(skb)->daddr,
-					      len, IPPROTO_TCP, csum);
-	else
-		th->check = csum_ipv6_magic(&ipv6_hdr(skb)->saddr,
-					    &ipv6_hdr(skb)->daddr, len,
-					    IPPROTO_TCP, csum);
-}
-
-static __sum16 tcp_csum_of(struct sk_buff *skb)
-{
-	unsigned int len = skb->len - skb_transport_offset(skb);
-	__wsum csum = skb_checksum(skb, skb_transport_offset(skb), len, 0);
-
-	if (skb->protocol == htons(ETH_P_IP))
-		return csum_tcpudp_magic(ip_hdr(skb)->saddr, ip_hdr(skb)->daddr,
-					 len, IPPROTO_TCP, csum);
-	return csum_ipv6_magic(&ipv6_hdr(skb)->saddr, &ipv6_hdr(skb)->daddr,
-			       len, IPPROTO_TCP, csum);
-}
-
-/* a segment without payload is not cut short by
- * the transform: the mark (its checksum one off) tells its notification
- * from a segment, and a segment with the codepoint is not one
- */
-static void fastlane_test_mark(struct kunit *test)
+static void fastlane_test_classify(struct kunit *test)
 {
 	int v6;
 
 	for (v6 = 0; v6 <= 1; v6++) {
 		struct sk_buff *skb = make_pkt(test, v6, NF_DSCP << 2, IPPROTO_TCP);
 		struct sk_buff *n;
-		u32 sum;
 
-		/* whole segments that carry the codepoint: data */
-		set_tcp_csum(skb);
-		KUNIT_EXPECT_EQ(test, tcp_csum_of(skb), 0);
 		KUNIT_EXPECT_FALSE(test, fastlane_is_notification(skb, NF_DSCP));
-		/* ... but not when their checksum is left to offload */
-		skb->ip_summed = CHECKSUM_PARTIAL;
-		skb->csum_start = skb_transport_header(skb) - skb->head;
-		skb->csum_offset = offsetof(struct tcphdr, check);
-		tcp_hdr(skb)->check = 0x1234;
-		KUNIT_EXPECT_FALSE(test, fastlane_is_notification(skb, NF_DSCP));
-		/* a pure ACK, its checksum left to offload: the notification's
-		 * is made right, then marked
-		 */
-		skb_trim(skb, skb->len - PAYLOAD);
-		if (v6)
-			ipv6_hdr(skb)->payload_len = htons(32);
-		else
-			ip_hdr(skb)->tot_len = htons(20 + 32);
-		if (!v6)
-			ip_send_check(ip_hdr(skb));
 		n = fastlane_notification(skb, NF_DSCP, false);
 		KUNIT_ASSERT_NOT_NULL(test, n);
-		KUNIT_EXPECT_EQ(test, n->len, skb->len - ETH_HLEN);
-		KUNIT_EXPECT_NE(test, tcp_csum_of(n), 0);
-		/* exactly one off a valid checksum */
-		set_tcp_csum(skb);
-		skb->ip_summed = CHECKSUM_NONE;
-		sum = ntohs((__force __be16)tcp_hdr(skb)->check) + 1;
-		KUNIT_EXPECT_EQ(test, (u32)ntohs((__force __be16)tcp_hdr(n)->check),
-				(sum & 0xffff) + (sum >> 16));
 		KUNIT_EXPECT_TRUE(test, fastlane_is_notification(n, NF_DSCP));
-		KUNIT_EXPECT_FALSE(test, fastlane_is_notification(skb, NF_DSCP));
+		KUNIT_EXPECT_FALSE(test, fastlane_is_notification(n, NF_DSCP + 1));
+		/* another ICMP error type, with the codepoint */
+		if (v6)
+			icmp6_hdr(n)->icmp6_type = ICMPV6_DEST_UNREACH;
+		else
+			icmp_hdr(n)->type = ICMP_DEST_UNREACH;
+		KUNIT_EXPECT_FALSE(test, fastlane_is_notification(n, NF_DSCP));
+		kfree_skb(n);
+		/* the type, without the codepoint */
+		n = fastlane_notification(skb, 0x0a, false);
+		KUNIT_ASSERT_NOT_NULL(test, n);
+		KUNIT_EXPECT_FALSE(test, fastlane_is_notification(n, NF_DSCP));
 		kfree_skb(n);
 		kfree_skb(skb);
 	}
 }
 
-/* the first fragment of an IPv4 datagram has the
- * TCP header and is notified (as a whole packet: more fragments cleared,
- * the header checksum right); later fragments are not
+/* An IPv4 first fragment is quoted as it is; a later one has no TCP
+ * header to quote
  */
 static void fastlane_test_first_fragment(struct kunit *test)
 {
@@ -190,8 +175,7 @@ static void fastlane_test_first_fragment(struct kunit *test)
 	n = fastlane_notification(skb, NF_DSCP, false);
 	KUNIT_ASSERT_NOT_NULL(test, n);
 	KUNIT_EXPECT_EQ(test, ip_hdr(n)->frag_off, 0);
-	KUNIT_EXPECT_EQ(test, ip_fast_csum(ip_hdr(n), ip_hdr(n)->ihl), 0);
-	KUNIT_EXPECT_EQ(test, ip_hdr(n)->tot_len, ip_hdr(skb)->tot_len);
+	expect_quote(test, n, NF_V4_HDRS, skb, QUOTE_V4);
 	kfree_skb(n);
 	ip_hdr(skb)->frag_off = htons(IP_MF | 185);
 	ip_send_check(ip_hdr(skb));
@@ -203,32 +187,34 @@ static void fastlane_test_ipv4_routed(struct kunit *test)
 {
 	struct sk_buff *skb = make_pkt(test, false, INET_ECN_ECT_0, IPPROTO_TCP);
 	const struct iphdr *o = ip_hdr(skb);
+	__be32 router = htonl(0x0a0000fe);
 	struct sk_buff *n;
 	struct iphdr *iph;
 
 	n = fastlane_notification(skb, NF_DSCP, false);
 	KUNIT_ASSERT_NOT_NULL(test, n);
-	/* IP header + TCP header with its options, nothing more */
-	KUNIT_EXPECT_EQ(test, n->len, sizeof(*iph) + sizeof(struct tcphdr) +
-			sizeof(tcp_opts));
+	/* IP header, ICMP error, the quote: nothing of the payload */
+	expect_quote(test, n, NF_V4_HDRS, skb, QUOTE_V4);
 	KUNIT_EXPECT_EQ(test, n->protocol, htons(ETH_P_IP));
+	KUNIT_EXPECT_EQ(test, n->priority, TC_PRIO_CONTROL);
 	iph = ip_hdr(n);
-	KUNIT_EXPECT_EQ(test, iph->saddr, o->daddr);
+	KUNIT_EXPECT_EQ(test, iph->protocol, IPPROTO_ICMP);
 	KUNIT_EXPECT_EQ(test, iph->daddr, o->saddr);
-	KUNIT_EXPECT_EQ(test, iph->tos >> 2, NF_DSCP);
-	KUNIT_EXPECT_EQ(test, iph->tos & INET_ECN_MASK, INET_ECN_ECT_0);
-	/* the original length tells the source how much was lost */
-	KUNIT_EXPECT_EQ(test, iph->tot_len, o->tot_len);
+	/* the codepoint; not ECN capable, whatever the packet was */
+	KUNIT_EXPECT_EQ(test, iph->tos, NF_DSCP << 2);
+	KUNIT_EXPECT_EQ(test, iph->ttl, IPDEFTTL);
+	KUNIT_EXPECT_EQ(test, skb_transport_offset(n), 20);
+	KUNIT_EXPECT_EQ(test, icmp_hdr(n)->type, ICMP_FASTLANE);
+	KUNIT_EXPECT_EQ(test, icmp_hdr(n)->code, 0);
+	/* the route back gives its source address, then it is finished */
+	fastlane_finish(n, &router);
+	KUNIT_EXPECT_EQ(test, iph->saddr, router);
+	KUNIT_EXPECT_EQ(test, ntohs(iph->tot_len), NF_V4_HDRS + QUOTE_V4);
 	KUNIT_EXPECT_EQ(test, ip_fast_csum(iph, iph->ihl), 0);
-	KUNIT_EXPECT_EQ(test, iph->ttl, o->ttl);
-	/* the TCP header and options are the original's, byte for byte,
-	 * but for the checksum: the mark, one more (the payload is cut
-	 * off, so it was stale anyway)
-	 */
-	expect_same_tcp(test, n, skb, sizeof(struct tcphdr) + sizeof(tcp_opts));
-	KUNIT_EXPECT_EQ(test, ntohs((__force __be16)tcp_hdr(n)->check), 0xbef0);
+	KUNIT_EXPECT_TRUE(test, nf_csum_ok(n));
+	/* the quote is the packet's, its length and checksum included */
+	expect_quote(test, n, NF_V4_HDRS, skb, QUOTE_V4);
 	KUNIT_EXPECT_TRUE(test, fastlane_is_notification(n, NF_DSCP));
-	KUNIT_EXPECT_FALSE(test, fastlane_is_notification(n, NF_DSCP + 1));
 	KUNIT_EXPECT_FALSE(test, fastlane_is_notification(skb, NF_DSCP));
 	kfree_skb(n);
 	kfree_skb(skb);
@@ -241,15 +227,19 @@ static void fastlane_test_ipv4_bridged(struct kunit *test)
 	struct ethhdr *eth;
 
 	KUNIT_ASSERT_NOT_NULL(test, n);
-	KUNIT_EXPECT_EQ(test, n->len, ETH_HLEN + 20 + 32);
+	KUNIT_EXPECT_EQ(test, n->len, ETH_HLEN + NF_V4_HDRS + QUOTE_V4);
 	eth = eth_hdr(n);
 	KUNIT_EXPECT_TRUE(test, ether_addr_equal(eth->h_dest, mac_a));
 	KUNIT_EXPECT_TRUE(test, ether_addr_equal(eth->h_source, mac_b));
 	KUNIT_EXPECT_EQ(test, eth->h_proto, htons(ETH_P_IP));
 	KUNIT_EXPECT_EQ(test, skb_network_offset(n), ETH_HLEN);
+	/* finished here: from the packet's destination, to its source */
+	KUNIT_EXPECT_EQ(test, ip_hdr(n)->saddr, ip_hdr(skb)->daddr);
+	KUNIT_EXPECT_EQ(test, ip_hdr(n)->daddr, ip_hdr(skb)->saddr);
 	KUNIT_EXPECT_EQ(test, ip_fast_csum(ip_hdr(n), 5), 0);
-	/* not ECN capable: stays so */
+	KUNIT_EXPECT_TRUE(test, nf_csum_ok(n));
 	KUNIT_EXPECT_EQ(test, ip_hdr(n)->tos, NF_DSCP << 2);
+	KUNIT_EXPECT_TRUE(test, fastlane_is_notification(n, NF_DSCP));
 	kfree_skb(n);
 	kfree_skb(skb);
 }
@@ -291,7 +281,7 @@ static void fastlane_test_vlan_kept(struct kunit *test)
 	tagged->protocol = htons(ETH_P_8021Q);
 	n = fastlane_notification(tagged, NF_DSCP, true);
 	KUNIT_ASSERT_NOT_NULL(test, n);
-	KUNIT_EXPECT_EQ(test, n->len, VLAN_ETH_HLEN + 20 + 32);
+	KUNIT_EXPECT_EQ(test, n->len, VLAN_ETH_HLEN + NF_V4_HDRS + QUOTE_V4);
 	KUNIT_EXPECT_EQ(test, skb_network_offset(n), VLAN_ETH_HLEN);
 	veth = (struct vlan_ethhdr *)skb_mac_header(n);
 	KUNIT_EXPECT_TRUE(test, ether_addr_equal(veth->h_dest, mac_a));
@@ -309,19 +299,25 @@ static void fastlane_test_ipv6(struct kunit *test)
 {
 	struct sk_buff *skb = make_pkt(test, true, INET_ECN_CE, IPPROTO_TCP);
 	const struct ipv6hdr *o = ipv6_hdr(skb);
+	struct in6_addr router = o->daddr;
 	struct ipv6hdr *ip6h;
 	struct sk_buff *n;
 
+	router.s6_addr32[3] = htonl(0xfe);
 	n = fastlane_notification(skb, NF_DSCP, false);
 	KUNIT_ASSERT_NOT_NULL(test, n);
-	KUNIT_EXPECT_EQ(test, n->len, sizeof(*ip6h) + 32);
+	expect_quote(test, n, NF_V6_HDRS, skb, QUOTE_V6);
 	ip6h = ipv6_hdr(n);
-	KUNIT_EXPECT_TRUE(test, ipv6_addr_equal(&ip6h->saddr, &o->daddr));
+	KUNIT_EXPECT_EQ(test, ip6h->nexthdr, IPPROTO_ICMPV6);
 	KUNIT_EXPECT_TRUE(test, ipv6_addr_equal(&ip6h->daddr, &o->saddr));
-	KUNIT_EXPECT_EQ(test, ipv6_get_dsfield(ip6h), (NF_DSCP << 2) | INET_ECN_CE);
-	KUNIT_EXPECT_EQ(test, ip6h->payload_len, o->payload_len);
-	KUNIT_EXPECT_EQ(test, ip6h->flow_lbl[1], o->flow_lbl[1]);
-	expect_same_tcp(test, n, skb, 32);
+	KUNIT_EXPECT_EQ(test, ipv6_get_dsfield(ip6h), NF_DSCP << 2);
+	KUNIT_EXPECT_EQ(test, icmp6_hdr(n)->icmp6_type, ICMPV6_FASTLANE);
+	KUNIT_EXPECT_EQ(test, icmp6_hdr(n)->icmp6_code, 0);
+	fastlane_finish(n, &router);
+	KUNIT_EXPECT_TRUE(test, ipv6_addr_equal(&ip6h->saddr, &router));
+	KUNIT_EXPECT_EQ(test, ntohs(ip6h->payload_len), 8 + QUOTE_V6);
+	KUNIT_EXPECT_TRUE(test, nf_csum_ok(n));
+	expect_quote(test, n, NF_V6_HDRS, skb, QUOTE_V6);
 	KUNIT_EXPECT_TRUE(test, fastlane_is_notification(n, NF_DSCP));
 	kfree_skb(n);
 	kfree_skb(skb);
@@ -359,6 +355,43 @@ static void fastlane_test_refuses_what_is_not_tcp(struct kunit *test)
 	skb->mac_header = (typeof(skb->mac_header))~0U;
 	KUNIT_EXPECT_NULL(test, fastlane_notification(skb, NF_DSCP, true));
 	kfree_skb(skb);
+	/* a notification is never notified: it is ICMP */
+	skb = make_pkt(test, false, 0, IPPROTO_TCP);
+	{
+		struct sk_buff *n = fastlane_notification(skb, NF_DSCP, false);
+
+		KUNIT_ASSERT_NOT_NULL(test, n);
+		KUNIT_EXPECT_NULL(test, fastlane_notification(n, NF_DSCP, false));
+		kfree_skb(n);
+	}
+	kfree_skb(skb);
+}
+
+/* The paper's caps, not the host's ICMP rate limit: 1% of a 10 Gbit/s
+ * port lets 156250 notifications of 80 bytes a second go at priority,
+ * where icmp_msgs_per_sec (1000 a second) would have capped them
+ */
+static void fastlane_test_tb_not_icmp_ratelimit(struct kunit *test)
+{
+	const u64 rate = div_u64(10000000000ULL / 8 * FASTLANE_NF_RATE_PERCENT, 100);
+	const u32 burst = div_u64((u64)FASTLANE_DEFAULT_LIMIT *
+				  FASTLANE_NF_LIMIT_PERMILLE, 1000);
+	struct fastlane_tb tb = { .tokens = 0, .t_last = 0 };
+	u64 now = 0;
+	u32 sent = 0;
+
+	KUNIT_EXPECT_EQ(test, burst, 3276);
+	/* one every 8 us for a second */
+	while (now < NSEC_PER_SEC) {
+		now += 8 * NSEC_PER_USEC;
+		fastlane_tb_refill(&tb, now, rate, burst);
+		if (fastlane_tb_conforms(&tb, rate, 80)) {
+			fastlane_tb_charge(&tb, rate, 80);
+			sent++;
+		}
+	}
+	KUNIT_EXPECT_GE(test, sent, 125000);
+	KUNIT_EXPECT_LE(test, sent, 156250);
 }
 
 static void fastlane_test_tb_caps_rate(struct kunit *test)
@@ -460,13 +493,13 @@ static void fastlane_test_pending_bounded_by_buffer(struct kunit *test)
 	u32 len;
 
 	KUNIT_ASSERT_NOT_NULL(test, n);
-	/* IPv4, TCP and 12 bytes of options: 52 bytes */
+	/* IPv4 and ICMP, quoting IPv4, TCP and 12 bytes of options: 80 */
 	len = n->len;
-	KUNIT_EXPECT_EQ(test, len, 52);
-	/* no count limit (it was 64): the port's buffer in bytes */
-	KUNIT_EXPECT_EQ(test, pending_fit(len, 128 * 1024), 2520);
-	KUNIT_EXPECT_EQ(test, pending_fit(len, 64 * 1024), 1260);
-	KUNIT_EXPECT_EQ(test, pending_fit(len, 2600), 50);
+	KUNIT_EXPECT_EQ(test, len, 80);
+	/* no count limit: the port's buffer in bytes */
+	KUNIT_EXPECT_EQ(test, pending_fit(len, 128 * 1024), 1638);
+	KUNIT_EXPECT_EQ(test, pending_fit(len, 64 * 1024), 819);
+	KUNIT_EXPECT_EQ(test, pending_fit(len, 2600), 32);
 	/* exactly full, one byte short, and a notification above the buffer */
 	KUNIT_EXPECT_TRUE(test, fastlane_pending_admit(2600 - len, len, 2600));
 	KUNIT_EXPECT_FALSE(test, fastlane_pending_admit(2600 - len + 1, len, 2600));
@@ -487,7 +520,9 @@ static struct kunit_case fastlane_cases[] = {
 	KUNIT_CASE(fastlane_test_refuses_what_is_not_tcp),
 	KUNIT_CASE(fastlane_test_tb_caps_rate),
 	KUNIT_CASE(fastlane_test_tb_fast_ports),
-	KUNIT_CASE(fastlane_test_mark),
+	KUNIT_CASE(fastlane_test_quote_len),
+	KUNIT_CASE(fastlane_test_classify),
+	KUNIT_CASE(fastlane_test_tb_not_icmp_ratelimit),
 	KUNIT_CASE(fastlane_test_first_fragment),
 	KUNIT_CASE(fastlane_test_vlan_kept),
 	{}
