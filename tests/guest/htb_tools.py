@@ -234,6 +234,12 @@ def options(ifname):
     print(json.dumps(out), flush=True)
 
 
+def flows(argv):
+    """the flow tables as text (dcnet.htbflows)"""
+    from dcnet import htbflows
+    sys.exit(htbflows.main(argv, prog="htb_tools flows"))
+
+
 def main(argv):
     v6 = "-6" in argv
     argv = [a for a in argv if a != "-6"]
@@ -251,6 +257,8 @@ def main(argv):
         appstats(argv[1])
     elif cmd == "options":
         options(argv[1])
+    elif cmd == "flows":
+        flows(argv[1:])
     elif cmd == "badframes":
         badframes(argv[1], argv[2])
     else:

@@ -595,7 +595,7 @@ def test_rwnd_lowers_windows_never_raises_them_checksums_valid(lab_factory, v6):
     print(f"{len(pairs)} ACKs: {lowered} lowered, {raised} raised, {bad} bad checksums;"
           f" rwnd_rewrites {rewrites}; median srtt {rtt_plain / 1000:.0f} ms plain,"
           f" {rtt_rw / 1000:.0f} ms rwnd; fct {plain['fct_us'] / 1e6:.2f} s vs {rw['fct_us'] / 1e6:.2f} s")
-    assert lowered > 0 and rewrites >= lowered, flows_proc(lab.sw)
+    assert lowered > 0 and rewrites >= lowered, flows_dump(lab.sw)
     assert raised == 0
     assert bad == 0
     assert nstat(lab.ns("h1"), "TcpInCsumErrors") == csum_err
@@ -668,7 +668,7 @@ def test_rwnd_window_scale_when_one_side_does_not_scale(lab_factory, off, v6):
           f" fct {rec['fct_us'] / 1e6:.2f} s (ideal {ideal_us / 1e6:.2f} s)")
     assert wins, "no ACK captured"
     # the flow was managed (its handshake was seen, whichever side opened)
-    assert rewrites > 0, flows_proc(lab.sw)
+    assert rewrites > 0, flows_dump(lab.sw)
     # no scaling in effect: a field below 2 segments is a window below 2
     # segments, which rwnd never asks for
     assert min(wins) >= 2 * MSS, sorted(wins)[:10]
@@ -731,8 +731,13 @@ def settled_ce(lab, ce_mib, ce_in):
     return v
 
 
-def flows_proc(ns):
-    return sh("cat /proc/net/htb_ecn_flows", ns=ns)
+def flows_dump(ns, *args):
+    """the flow tables of ns's HTB qdiscs (the "htb-ecn" generic netlink
+    family's dump, through htb_tools.py flows) as text"""
+    p = subprocess.run(ns_exec(ns) + [sys.executable, TOOLS, "flows", *args],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
 
 
 def test_failed_configuration_leaves_no_flow_table(lab_factory):
@@ -744,12 +749,12 @@ def test_failed_configuration_leaves_no_flow_table(lab_factory):
     # classid outside the qdisc's major: refused after the ECN checks
     tc_fails(f"class add dev h3 parent 1: classid 2:10 htb rate 1mbit ecn_thresh {K} ecn_mode ece",
              lab.sw)
-    assert "dev h3 " not in flows_proc(lab.sw)
+    assert "dev h3 " not in flows_dump(lab.sw)
     tc(f"class add dev h3 parent 1: classid 1:20 htb rate 1mbit ecn_thresh {K} ecn_mode ece", lab.sw)
-    assert "dev h3 " in flows_proc(lab.sw)
+    assert "dev h3 " in flows_dump(lab.sw)
     # back to none everywhere: the table goes
     tc("class change dev h3 parent 1: classid 1:20 htb rate 1mbit ecn_mode none", lab.sw)
-    assert "dev h3 " not in flows_proc(lab.sw)
+    assert "dev h3 " not in flows_dump(lab.sw)
 
 
 @pytest.mark.parametrize("v6", [False, True])
@@ -779,7 +784,7 @@ def test_unsolicited_syns_do_not_evict_flows(lab_factory, v6):
     # and still managed after it: rewrites go on
     after = wait_until(lambda: p.poll() is None and (n := counter(lab, "rwnd_rewrites")) > before and n,
                        WAIT_S, "a window rewrite after the SYN storm (the flow no longer managed?)")
-    table = flows_proc(lab.sw)
+    table = flows_dump(lab.sw)
     assert p.poll() is None
     p.terminate()
     print(f"rwnd_rewrites {before} at the end of the storm, {after} after it")
@@ -866,14 +871,14 @@ def test_flow_table_knobs_dump_and_evictions(lab_factory):
     tc(f"class add dev h3 parent 1: classid 1:10 htb rate {RATE_MBIT}mbit ecn_thresh {K} ecn_mode ece",
        lab.sw)
     assert "ecn_flows 16 ecn_flow_ttl 60s" in tc("qdisc show dev h3", lab.sw)
-    t = table_line(flows_proc(lab.sw), "h3")
+    t = table_line(flows_dump(lab.sw), "h3")
     assert (t["size"], t["ttl_ms"], t["evictions"]) == ("16", "60000", "0"), t
     lab.server("h3", 5001, cc="dctcp")
     p = lab.spawn("h1", [DLTRAFFIC, "bulk", "-c", lab.ip("h3"), "-p", "5001", "--bytes", "2000",
                          "--every-us", "20000", "--count", "24", "--cc", "dctcp"])
     out, err = p.communicate(timeout=120)
     assert p.returncode == 0, err
-    text = flows_proc(lab.sw)
+    text = flows_dump(lab.sw)
     t = table_line(text, "h3")
     flows = [l for l in text.splitlines() if l.startswith("  ")]
     print(text)
@@ -922,7 +927,7 @@ def test_gso_super_packets(lab_factory, v6):
         return int(m.group(1)) if m else 0
 
     def learnt():
-        t = flows_proc(lab.sw)
+        t = flows_dump(lab.sw)
         return t if any(":5002 " in l and mss_of(l) > 0 for l in t.splitlines()) else None
     table = wait_until(learnt, WAIT_S, "the ece flow's entry (with its mss) in the limiter's table")
     out, err = p.communicate(timeout=120)
@@ -964,7 +969,7 @@ def test_without_the_action_no_ack_is_touched(lab_factory):
     p = lab.spawn("h1", [DLTRAFFIC, "flow", "-c", lab.ip("h3"), "-p", "5001", "--bytes",
                          str(ECE_BYTES), "--cc", "dctcp", "--id", "n", "--sample-ms", "100"])
     # egress still learns the flow
-    wait_until(lambda: ":5001 " in flows_proc(lab.sw), WAIT_S, "the flow's entry in the table")
+    wait_until(lambda: ":5001 " in flows_dump(lab.sw), WAIT_S, "the flow's entry in the table")
     out, err = p.communicate(timeout=300)
     assert p.returncode == 0, err
     srtt = [r["srtt_us"] for r in json_lines(out) if r["type"] == "sample"]
@@ -1054,61 +1059,70 @@ def test_action_bad_attributes_are_refused(lab_factory):
     tc("actions del action htback index 7", sw)
 
 
-def test_flow_dump_root_only_bounded_and_lock_free(lab_factory):
-    """/proc/net/htb_ecn_flows names every flow: it is readable by root
-    (of the namespace's user namespace) only.  It is walked under RCU in
-    records (a header, then one bucket each), so a read() fills at most a
-    buffer and holds no lock tc takes: cat in a loop while tc creates and
-    drops tables completes under lockdep, and a dump read 97 bytes at a
-    time equals one read whole."""
+def test_flow_dump_admin_only_restartable_lock_free(lab_factory):
+    """The flow tables are dumped over generic netlink ("htb-ecn"), per
+    namespace, to CAP_NET_ADMIN in the namespace only (the dump names
+    every flow): nobody in the initial namespace is refused, and an
+    unprivileged user in a namespace of their own sees no table of
+    another.  A dump of thousands of flows takes many messages and skbs,
+    resuming where each stopped, and lists each flow once.  A reader in a
+    loop holds nothing tc takes: tc creates and drops tables meanwhile,
+    under lockdep."""
     need_patched_tc()
     lab = lab3(lab_factory, "hd")
+    rate = "100mbit"
     # no ACK side: the dump is the egress side's
-    limiter(lab, f"ecn_thresh {K} ecn_mode ece", qopt="ecn_flows 16384", ack=False)
-    mode = os.stat("/proc/net/htb_ecn_flows").st_mode & 0o777
-    assert mode == 0o400, oct(mode)
+    limiter(lab, f"ecn_thresh {K} ecn_mode ece", rate=rate, qopt="ecn_flows 16384", ack=False)
 
     def as_nobody():
         os.setgroups([])
         os.setgid(65534)
         os.setuid(65534)
-    # (the file of this test's namespace: nobody may not enter the lab's)
-    p = subprocess.run(["cat", "/proc/net/htb_ecn_flows"], preexec_fn=as_nobody,
-                       capture_output=True, text=True)
-    assert p.returncode != 0 and "Permission denied" in p.stderr, (p.returncode, p.stderr)
+    # (the system's python: nobody may not run the venv's, under /root)
+    py = "/usr/bin/python3"
+    p = subprocess.run([py, TOOLS, "flows"], preexec_fn=as_nobody,
+                       capture_output=True, text=True, timeout=120)
+    print("nobody:", p.returncode, p.stderr.strip())
+    assert p.returncode != 0 and "Operation not permitted" in p.stderr, (p.returncode, p.stderr)
+    # root of a user namespace of nobody's: its own namespace, no table
+    p = subprocess.run(["unshare", "-Urn", py, TOOLS, "flows"], preexec_fn=as_nobody,
+                       capture_output=True, text=True, timeout=120)
+    print("nobody's own namespace:", p.returncode, repr(p.stdout), p.stderr.strip())
+    assert p.returncode == 0 and p.stdout == "", (p.returncode, p.stdout, p.stderr)
 
-    reader = subprocess.Popen(ns_exec(lab.sw) + ["sh", "-c", "while :; do cat /proc/net/htb_ecn_flows"
+    reader = subprocess.Popen(ns_exec(lab.sw) + ["sh", "-c", f"while :; do {sys.executable} {TOOLS} flows"
                                                   " >/dev/null || exit 1; done"])
     lab.procs.append(reader)
     try:
         for i in range(8):
-            tc(f"class change dev h3 parent 1: classid 1:10 htb rate {RATE_MBIT}mbit ecn_mode none", lab.sw)
-            tc(f"class change dev h3 parent 1: classid 1:10 htb rate {RATE_MBIT}mbit ecn_thresh {K}"
+            tc(f"class change dev h3 parent 1: classid 1:10 htb rate {rate} ecn_mode none", lab.sw)
+            tc(f"class change dev h3 parent 1: classid 1:10 htb rate {rate} ecn_thresh {K}"
                " ecn_mode ece", lab.sw)
             if i % 4 == 3:
                 tc("qdisc del dev h3 root", lab.sw)
-                limiter(lab, f"ecn_thresh {K} ecn_mode ece", qopt="ecn_flows 16384", ack=False)
-        assert reader.poll() is None, "cat failed while tc configured"
+                limiter(lab, f"ecn_thresh {K} ecn_mode ece", rate=rate, qopt="ecn_flows 16384",
+                        ack=False)
+        assert reader.poll() is None, "the dump failed while tc configured"
     finally:
         reader.terminate()
         reader.wait(timeout=30)
-    lab.server("h3", 5001, cc="dctcp")
-    p = lab.spawn("h1", [DLTRAFFIC, "bulk", "-c", lab.ip("h3"), "-p", "5001", "--bytes", "2000",
-                         "--every-us", "20000", "--count", "24", "--cc", "dctcp"])
-    out, err = p.communicate(timeout=120)
-    assert p.returncode == 0, err
-    whole = flows_proc(lab.sw)
-    code = ("import os\nfd = os.open('/proc/net/htb_ecn_flows', os.O_RDONLY)\nb = b''\n"
-            "while True:\n    d = os.read(fd, 97)\n    if not d:\n        break\n    b += d\n"
-            "print(b.decode(), end='')\n")
-    chunked = subprocess.run(ns_exec(lab.sw) + [sys.executable, "-c", code], capture_output=True,
-                             text=True, check=True).stdout
-    lines = [l for l in whole.splitlines() if l.startswith("  ")]
-    print(whole)
-    assert len(lines) >= 8 and table_line(whole, "h3")["size"] == "16384", whole
-    # the same flows (idle times may tick between the reads)
-    strip = lambda t: sorted(re.sub(r" idle_ms \d+", "", l) for l in t.splitlines())
-    assert strip(chunked) == strip(whole), (whole, chunked)
+    # 3000 SYNs of distinct 4-tuples through the class: 3000 entries less
+    # the evictions of a bucket's fifth
+    n = 3000
+    sent = tool(lab, "h1", "synstorm", lab.ip("h1"), lab.ip("h3"), n)["sent"]
+    assert sent == n
+    out = flows_dump(lab.sw, "--stats")
+    msgs = json.loads(out.strip().splitlines()[-1])["messages"]
+    lines = [l for l in out.splitlines() if l.startswith("  ")]
+    t = table_line(out, "h3")
+    print(f"{len(lines)} flows in {msgs} messages; {t}")
+    assert msgs > 4, msgs
+    assert len(set(lines)) == len(lines), "a flow listed twice"
+    assert len(lines) + int(t["evictions"]) == n, (len(lines), t)
+    assert int(t["entries"]) == len(lines) and t["size"] == "16384", t
+    # one device's tables only
+    assert flows_dump(lab.sw, "h1") == ""
+    assert flows_dump(lab.sw, "h3").count("\n  ") == len(lines)
 
 
 # --------------------------------------- the ABI of the dump, silent no-ops
@@ -1187,12 +1201,12 @@ def test_rwnd_flow_whose_syn_took_another_class_is_counted(lab_factory):
     c = class_json(lab)
     text = tc("-s class show dev h3", lab.sw)
     print(text)
-    print(flows_proc(lab.sw))
+    print(flows_dump(lab.sw))
     assert syn_pkts and syn_pkts >= 1, class_json(lab, classid="1:1")
     assert find(c, "rwnd_rewrites") == 0, c
     assert find(c, "ecn_acks") > 0, c
     assert find(c, "rwnd_no_wscale") > 0, c
-    assert "wscale unknown" in flows_proc(lab.sw)
+    assert "wscale unknown" in flows_dump(lab.sw)
 
 
 def test_ece_on_ifb_is_accepted_and_its_missing_acks_show(lab_factory):
