@@ -487,6 +487,65 @@ static inline bool htb_ecn_rewrite(struct sk_buff *skb, unsigned int thoff,
 	return true;
 }
 
+/* The same rewrite in each segment that fraglist GRO (rx-gro-list,
+ * SKB_GSO_FRAGLIST) chained behind @skb: the segments keep their own
+ * headers, before their data, and software segmentation sends each with
+ * its own (skb_segment_list(), which fixes up only NAT's addresses and
+ * ports from the first).  GRO chains only segments whose flags and
+ * window are the same (tcp_gro_receive()), so each gets what the first
+ * got: (old & ~@mask) | @set, its checksum updated for its own
+ * ip_summed.  A segment shared with a clone (a tap's copy of the packet)
+ * is replaced by a private copy first, as skb_segment_list() does.
+ * False if one could not be written.
+ */
+static inline bool htb_ecn_rewrite_list(struct sk_buff *skb,
+					const struct htb_ecn_pkt *p,
+					unsigned int off, __be16 mask,
+					__be16 set)
+{
+	unsigned int thlen = p->th.doff * 4;
+	struct sk_buff **pp, *seg;
+
+	if (!skb_is_gso(skb) ||
+	    !(skb_shinfo(skb)->gso_type & SKB_GSO_FRAGLIST) ||
+	    !skb_has_frag_list(skb))
+		return true;
+	/* the list itself is ours to change */
+	if (skb_unclone(skb, GFP_ATOMIC))
+		return false;
+	pp = &skb_shinfo(skb)->frag_list;
+	while ((seg = *pp)) {
+		struct tcphdr *th;
+		__be16 *w, to;
+
+		if (skb_shared(seg)) {
+			struct sk_buff *n = skb_clone(seg, GFP_ATOMIC);
+
+			if (!n)
+				return false;
+			n->next = seg->next;
+			*pp = n;
+			consume_skb(seg);
+			seg = n;
+		}
+		if (skb_unclone(seg, GFP_ATOMIC))
+			return false;
+		pp = &seg->next;
+		/* its TCP header ends where GRO left its data */
+		if (skb_headroom(seg) < thlen)
+			continue;
+		th = (struct tcphdr *)(seg->data - thlen);
+		if (th->source != p->th.source || th->dest != p->th.dest ||
+		    th->doff != p->th.doff)
+			continue;
+		w = (__be16 *)((u8 *)th + off);
+		to = (*w & ~mask) | set;
+		inet_proto_csum_replace2(&th->check, seg, *w, to, false);
+		*w = to;
+	}
+	return true;
+}
+
 /* What an ACK gets (htb_ecn_ack()) */
 enum {
 	HTB_ECN_PASS,
@@ -626,11 +685,15 @@ out:
 	spin_unlock(&b->lock);
 	if (verdict == HTB_ECN_SET_ECE) {
 		__be16 flags = *(__be16 *)((u8 *)&p.th + 12);
+		__be16 ece = htons(TCPHDR_ECE);
 
-		if (htb_ecn_rewrite(skb, p.thoff, 12, flags | htons(TCPHDR_ECE)))
+		if (htb_ecn_rewrite(skb, p.thoff, 12, flags | ece) &&
+		    htb_ecn_rewrite_list(skb, &p, 12, ece, ece))
 			atomic64_inc(&c->ece_marked);
 	} else if (verdict == HTB_ECN_SET_WINDOW) {
-		if (htb_ecn_rewrite(skb, p.thoff, 14, htons(field)))
+		if (htb_ecn_rewrite(skb, p.thoff, 14, htons(field)) &&
+		    htb_ecn_rewrite_list(skb, &p, 14, htons(0xffff),
+					 htons(field)))
 			atomic64_inc(&c->rwnd_rewrites);
 	} else if (verdict == HTB_ECN_NO_WSCALE) {
 		atomic64_inc(&c->rwnd_no_wscale);

@@ -526,6 +526,105 @@ static void htb_ecn_ack_ece(struct kunit *test)
 	}
 }
 
+/* Is the TCP checksum of the segment whose TCP header is @th, up to the
+ * end of @skb's linear data, right?
+ */
+static bool t_seg_sum_ok(struct sk_buff *skb, const struct tcphdr *th,
+			 bool v6)
+{
+	unsigned int len = skb_tail_pointer(skb) - (u8 *)th;
+	__wsum sum = csum_partial(th, len, 0);
+	struct in6_addr src, dst;
+
+	t_addrs(v6, false, &src, &dst);
+	if (v6)
+		return !csum_ipv6_magic(&src, &dst, len, IPPROTO_TCP, sum);
+	return !csum_tcpudp_magic(src.s6_addr32[3], dst.s6_addr32[3], len,
+				  IPPROTO_TCP, sum);
+}
+
+/* A chain that fraglist GRO built of @n ACKs with data from the peer:
+ * the first segment at the head, the others on its frag_list, each with
+ * its own headers before its data (pulled to its payload)
+ */
+static struct sk_buff *t_fraglist(struct kunit *test, bool v6, int n)
+{
+	unsigned int thlen = sizeof(struct tcphdr);
+	struct sk_buff *head = NULL, **pp = NULL;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct sk_buff *seg;
+
+		seg = t_skb(test, &(struct t_pkt){ .v6 = v6, .flags = TCPHDR_ACK,
+						   .seq = 100 + i * 100,
+						   .ack = 1 + T_MSS, .win = 1000,
+						   .wscale = -1, .payload = 100 });
+		seg->ip_summed = CHECKSUM_UNNECESSARY;
+		if (!head) {
+			head = seg;
+			pp = &skb_shinfo(head)->frag_list;
+			continue;
+		}
+		skb_pull(seg, skb_transport_offset(seg) + thlen);
+		*pp = seg;
+		pp = &seg->next;
+		head->len += seg->len;
+		head->data_len += seg->len;
+		head->truesize += seg->truesize;
+	}
+	skb_shinfo(head)->gso_type = (v6 ? SKB_GSO_TCPV6 : SKB_GSO_TCPV4) |
+				     SKB_GSO_FRAGLIST;
+	skb_shinfo(head)->gso_size = 100;
+	skb_shinfo(head)->gso_segs = n;
+	return head;
+}
+
+/* ece on a fraglist-GRO chain: every segment gets ECE with its checksum
+ * right (software segmentation sends each with its own header), and a
+ * segment shared with another holder (a tap) is copied, not written
+ */
+static void htb_ecn_ack_fraglist(struct kunit *test)
+{
+	struct sk_buff *skb, *seg, *shared;
+	struct t_env e;
+	int v6, n;
+
+	for (v6 = 0; v6 <= 1; v6++) {
+		t_env_init(test, &e, TC_HTB_ECN_ECE, 16, 10000);
+		t_handshake(test, &e, v6, 7, 7, false);
+		e.cls.backlog = 20000;
+		skb = t_fraglist(test, v6, 4);
+		/* the second segment is also held elsewhere */
+		shared = skb_get(skb_shinfo(skb)->frag_list);
+		rcu_read_lock();
+		local_bh_disable();
+		htb_ecn_ack(e.t, &e.classes, skb, jiffies);
+		local_bh_enable();
+		rcu_read_unlock();
+		KUNIT_EXPECT_EQ(test, atomic64_read(&e.cls.ece_marked), 1LL);
+		KUNIT_EXPECT_TRUE(test, t_th(skb, v6)->ece);
+		n = 1;
+		skb_walk_frags(skb, seg) {
+			const struct tcphdr *th = (void *)(seg->data - sizeof(*th));
+
+			KUNIT_EXPECT_TRUE_MSG(test, th->ece, "segment %d v6 %d", n, v6);
+			KUNIT_EXPECT_TRUE_MSG(test, t_seg_sum_ok(seg, th, v6),
+					      "segment %d v6 %d", n, v6);
+			KUNIT_EXPECT_EQ(test, ntohs(th->window), 1000);
+			n++;
+		}
+		KUNIT_EXPECT_EQ(test, n, 4);
+		/* the other holder's segment is as it arrived */
+		KUNIT_EXPECT_PTR_NE(test, skb_shinfo(skb)->frag_list, shared);
+		KUNIT_EXPECT_FALSE(test, ((struct tcphdr *)(shared->data -
+					  sizeof(struct tcphdr)))->ece);
+		kfree_skb(shared);
+		kfree_skb(skb);
+		t_env_fini(&e);
+	}
+}
+
 /* The peer's window scale comes from the SYN-ACK that answers our SYN
  * (it acknowledges the SYN exactly) and from no other: a forged SYN-ACK
  * before it, or any SYN-ACK after it, is ignored and counted.
@@ -718,6 +817,7 @@ static struct kunit_case htb_ecn_test_cases[] = {
 	KUNIT_CASE(htb_ecn_ack_rwnd_scales),
 	KUNIT_CASE(htb_ecn_ack_rwnd_unknown_scale),
 	KUNIT_CASE(htb_ecn_ack_ece),
+	KUNIT_CASE(htb_ecn_ack_fraglist),
 	KUNIT_CASE(htb_ecn_ack_forged_synack),
 	KUNIT_CASE(htb_ecn_table_unsolicited_syns),
 	KUNIT_CASE(htb_ecn_table_synack_flood),
