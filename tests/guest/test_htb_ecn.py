@@ -690,7 +690,7 @@ def test_xstats_keep_their_size_counters_are_statistics(lab_factory):
     tc("class add dev h3 parent 1: classid 1:20 htb rate 1mbit", lab.sw)
     lens = tool(lab, None, "appstats", "h3", ns=lab.sw)
     assert lens.get("1:20") == 20, lens
-    assert lens.get("1:10") == 24 + 5 * 8, lens
+    assert lens.get("1:10") == SIZEOF_TC_HTB_ECN_XSTATS, lens
     text = tc("-s class show dev h3", lab.sw)
     for name in ("ecn_ce_marked", "ecn_ece_marked", "rwnd_rewrites"):
         assert name in text, text
@@ -1131,9 +1131,10 @@ TCA_HTB_PARMS, TCA_HTB_INIT, TCA_HTB_DIRECT_QLEN = 1, 2, 5
 TCA_HTB_ECN_THRESH, TCA_HTB_ECN_MODE = 10, 11
 SIZEOF_TC_HTB_OPT = 44
 SIZEOF_TC_HTB_XSTATS = 20
-# struct tc_htb_xstats, padding to 8, struct tc_htb_ecn_xstats (5 x u64)
-SIZEOF_TC_HTB_ECN_XSTATS = 24 + 5 * 8
-ECN_COUNTERS = ("ecn_ce_marked", "ecn_ece_marked", "rwnd_rewrites", "ecn_acks", "rwnd_no_wscale")
+# struct tc_htb_xstats, padding to 8, struct tc_htb_ecn_xstats (6 x u64)
+SIZEOF_TC_HTB_ECN_XSTATS = 24 + 6 * 8
+ECN_COUNTERS = ("ecn_ce_marked", "ecn_ece_marked", "rwnd_rewrites", "ecn_acks", "rwnd_no_wscale",
+                "ecn_accecn_skipped")
 
 
 def test_stock_config_dumps_as_stock(lab_factory):
@@ -1409,3 +1410,74 @@ def test_ece_reaches_every_segment_of_a_fraglist_gro_packet(lab_factory, v6):
     assert whole > 0
     assert bad_sum == 0
 
+
+# ------------------------------------------------------------- AccECN
+
+TH_SYN, TH_ACK, TH_ECE, TH_CWR, TH_AE = 0x02, 0x10, 0x40, 0x80, 0x100
+
+
+def tcp_flags(path, sport):
+    """the 9 TCP flags of each segment from sport in a pcap"""
+    for ip, etype in pcap_packets(path):
+        if etype == 0x0800 and ip[9] == 6:
+            tcp = ip[(ip[0] & 15) * 4:]
+        elif etype == 0x86DD and ip[6] == 6:
+            tcp = ip[40:]
+        else:
+            continue
+        if len(tcp) >= 14 and struct.unpack("!H", tcp[0:2])[0] == sport:
+            yield (tcp[12] & 1) << 8 | tcp[13]
+
+
+@pytest.mark.parametrize("v6", [False, True])
+def test_ece_leaves_accecn_flows_alone(lab_factory, v6):
+    """On a flow that negotiated Accurate ECN (its SYN with AE, CWR and
+    ECE, the SYN-ACK with one of AccECN's answers) ECE is one bit of the
+    ACE counter of CE marks: ece does not set it there, and counts the
+    ACKs it left (ecn_accecn_skipped), while a classic ECN flow through
+    the same class gets ECE.  Both handshakes and segments are crafted
+    (raw sockets, checksum 0: the end hosts drop them unanswered), the
+    data of both queued in the class beyond K when h3's ACKs come back."""
+    need_patched_tc()
+    lab = lab3(lab_factory, "hx6" if v6 else "hx4")
+    # slow: the data stays queued while each tool starts (seconds in a
+    # debug guest beside others)
+    limiter(lab, f"ecn_thresh {LOW_K} ecn_mode ece", rate="1kbit")
+    out = config.get("DCNET_OUT")
+    pcap = os.path.join(out, f"accecn-{6 if v6 else 4}.pcap")
+    cap = capture_filter(lab, lab.ns("h1"), "eth0", pcap, "tcp and (src port 5005 or src port 5006)")
+    h1, h3 = lab.ip("h1", v6), lab.ip("h3", v6)
+    v = ["-6"] if v6 else []
+    isn, risn, n, mss = 1000, 5000, 10, 1000
+    # port 5005: classic ECN (SYN: ECE CWR; SYN-ACK: ECE); 5006: AccECN
+    # (SYN: AE CWR ECE; SYN-ACK: CWR, AccECN's answer to a not-ECT SYN)
+    hs = {5005: (TH_SYN | TH_ECE | TH_CWR, TH_SYN | TH_ACK | TH_ECE),
+          5006: (TH_SYN | TH_AE | TH_CWR | TH_ECE, TH_SYN | TH_ACK | TH_CWR)}
+    for port, (syn, synack) in hs.items():
+        sport = port + 35000
+        tool(lab, "h1", "tcpraw", h1, h3, sport, port, isn, 0, syn, 1, *v)
+        tool(lab, "h3", "tcpraw", h3, h1, port, sport, risn, isn + 1, synack, 1, *v)
+    # data, ECT(0), queued beyond K (2 x 10 KB at 1 kbit/s: 160 s)
+    for port in hs:
+        tool(lab, "h1", "tcpraw", h1, h3, port + 35000, port, isn + 1, risn + 1, TH_ACK, n, mss,
+             2, *v)
+    assert find(class_json(lab), "backlog") > LOW_K
+    # (the backlog, checked again after the ACKs, only falls meanwhile)
+    for port in hs:
+        tool(lab, "h3", "tcpraw", h3, h1, port, port + 35000, risn + 1, isn + 1 + mss, TH_ACK, 3,
+             *v)
+    assert find(class_json(lab), "backlog") > LOW_K
+    # tcpdump hands over a block of packets when it fills or times out:
+    # give the last ones time before it is stopped
+    time.sleep(2)
+    stop(cap)
+    acks = {p: [f for f in tcp_flags(pcap, p) if not f & TH_SYN] for p in hs}
+    print(f"ACK flags at h1: classic {[hex(f) for f in acks[5005]]},"
+          f" AccECN {[hex(f) for f in acks[5006]]}; {class_json(lab)}")
+    assert len(acks[5005]) == 3 and len(acks[5006]) == 3, acks
+    # the class marks: a classic flow's ACKs get ECE
+    assert all(f & TH_ECE for f in acks[5005]), acks
+    # an AccECN flow's ACE counter is left alone
+    assert not any(f & TH_ECE for f in acks[5006]), acks
+    assert counter(lab, "ecn_ece_marked") == 3
+    assert counter(lab, "ecn_accecn_skipped") == 3

@@ -34,6 +34,10 @@ struct tc_htb_ecn_xstats {
 				 * the flow's SYN or SYN-ACK was not seen
 				 * (its window scale is unknown)
 				 */
+	__u64 accecn_skipped;	/* ACKs over ecn_thresh that ece left alone:
+				 * the flow negotiated Accurate ECN, where
+				 * ECE is a bit of the ACE counter
+				 */
 };
 
 #define HTB_ECN_FAMILY_NAME	"htb-ecn"
