@@ -622,8 +622,11 @@ def tool(lab, host, *args, ns=None):
 
 
 def capture_filter(lab, ns, dev, path, bpf, snaplen=128):
-    p = subprocess.Popen(ns_exec(ns) + ["tcpdump", "-U", "-n", "-s", str(snaplen), "-i", dev,
-                          "-w", path, bpf],
+    # --immediate-mode: each packet to the file as it arrives; otherwise
+    # the last ones can sit in the kernel's ring block when tcpdump is
+    # stopped (the second batch of a test's ACKs went missing that way)
+    p = subprocess.Popen(ns_exec(ns) + ["tcpdump", "-U", "--immediate-mode", "-n", "-s", str(snaplen),
+                          "-i", dev, "-w", path, bpf],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     lab.procs.append(p)
     line = p.stderr.readline()
@@ -1072,7 +1075,11 @@ def test_flow_dump_admin_only_restartable_lock_free(lab_factory):
     lab = lab3(lab_factory, "hd")
     rate = "100mbit"
     # no ACK side: the dump is the egress side's
-    limiter(lab, f"ecn_thresh {K} ecn_mode ece", rate=rate, qopt="ecn_flows 16384", ack=False)
+    # a ttl longer than the test: no entry is reused for age while the
+    # storm below runs (that reuse is no eviction, and the count below
+    # would come up short on a slow guest)
+    qopt = "ecn_flows 16384 ecn_flow_ttl 600s"
+    limiter(lab, f"ecn_thresh {K} ecn_mode ece", rate=rate, qopt=qopt, ack=False)
 
     def as_nobody():
         os.setgroups([])
@@ -1100,8 +1107,7 @@ def test_flow_dump_admin_only_restartable_lock_free(lab_factory):
                " ecn_mode ece", lab.sw)
             if i % 4 == 3:
                 tc("qdisc del dev h3 root", lab.sw)
-                limiter(lab, f"ecn_thresh {K} ecn_mode ece", rate=rate, qopt="ecn_flows 16384",
-                        ack=False)
+                limiter(lab, f"ecn_thresh {K} ecn_mode ece", rate=rate, qopt=qopt, ack=False)
         assert reader.poll() is None, "the dump failed while tc configured"
     finally:
         reader.terminate()
