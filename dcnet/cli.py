@@ -215,6 +215,11 @@ def cmd_presto_gro(argv, prog):
     return prestogro.main(argv, prog=prog)
 
 
+def cmd_htb_flows(argv, prog):
+    from dcnet import htbflows
+    return htbflows.main(argv, prog=prog)
+
+
 def cmd_config(argv, prog):
     from dcnet import config
     return config.main(argv, prog=prog)
@@ -233,6 +238,7 @@ COMMANDS = {
     "workloads": (cmd_workloads, "print a workload's flows as JSON"),
     "experiment": (cmd_experiment, "check experiment files against the schema"),
     "presto-gro": (cmd_presto_gro, "show or set Presto GRO on a device (its generic netlink family)"),
+    "htb-flows": (cmd_htb_flows, "dump the flow tables of HTB's ecn_mode ece/rwnd (generic netlink)"),
     "config": (cmd_config, "print the settings (DCNET_* variables, dcnet.toml) in effect"),
 }
 

@@ -169,6 +169,7 @@ struct htb_ecn_cls {
 	atomic64_t		rwnd_rewrites;	/* ACKs */
 	atomic64_t		acks;		/* ACKs of its flows seen */
 	atomic64_t		rwnd_no_wscale;	/* ACKs left: scale unknown */
+	atomic64_t		accecn_skipped;	/* ACKs left: AccECN flow */
 	struct rcu_head		rcu;
 };
 
@@ -202,6 +203,8 @@ struct htb_ecn_flow {
 				snd_max_ok:1,
 				ect:1,		/* data sent ECN capable */
 				half_open:1;	/* our SYN-ACK, nothing since */
+	u8			accecn_asked:1,	/* our SYN asked for AccECN */
+				accecn:1;	/* AccECN negotiated */
 };
 
 /* A SYN from the network, kept until this host answers it: its window
@@ -215,7 +218,8 @@ struct htb_ecn_syn {
 	__be16			rport;
 	u8			wso;		/* HTB_ECN_WS_NONE or _OFFERED */
 	u8			ws;
-	u8			in_use;
+	u8			in_use:1,
+				accecn_asked:1;	/* AE, CWR and ECE */
 };
 
 struct htb_ecn_bucket {
@@ -316,6 +320,28 @@ static inline bool htb_ecn_parse(const struct sk_buff *skb, __be16 proto,
 		return false;
 	p->payload = skb->len - p->thoff - doff;
 	return true;
+}
+
+/* The ACE field of a TCP header (Accurate ECN, RFC 9768): AE (the low
+ * bit of byte 12), CWR and ECE, as a 3-bit number
+ */
+static inline u8 htb_ecn_ace(const struct tcphdr *th)
+{
+	return (((const u8 *)th)[12] & 1) << 2 | th->cwr << 1 | th->ece;
+}
+
+/* A SYN asks for AccECN with AE, CWR and ECE all set (ACE 7) */
+#define HTB_ECN_ACE_ACCECN_SYN	7
+
+/* Does a SYN-ACK's ACE field, the answer to a SYN that asked for AccECN,
+ * agree to it?  An AccECN server answers 2, 3, 4 or 6 (they echo the
+ * SYN's IP-ECN field); 7 is reserved and taken as AccECN, as Linux's
+ * AccECN client takes it.  0 is no ECN, 1 classic ECN and 5 the historic
+ * ECN nonce, also classic.
+ */
+static inline bool htb_ecn_synack_accecn(u8 ace)
+{
+	return ace != 0 && ace != 1 && ace != 5;
 }
 
 /* HTB_ECN_WS_NONE or _OFFERED (and the shift in *ws) of a SYN's options */
@@ -446,6 +472,16 @@ static inline void htb_ecn_learn(struct htb_ecn_table *t, u32 classid,
 		u8 ws;
 
 		f->local_wso = htb_ecn_syn_wscale(skb, p, &ws);
+		if (!p->th.ack) {
+			f->accecn_asked = htb_ecn_ace(&p->th) ==
+					  HTB_ECN_ACE_ACCECN_SYN;
+		} else {
+			/* our SYN-ACK agrees to AccECN only if the SYN
+			 * asked (the SYN unseen: it alone says so)
+			 */
+			f->accecn = (!syn || b->syn.accecn_asked) &&
+				    htb_ecn_synack_accecn(htb_ecn_ace(&p->th));
+		}
 		if (syn) {
 			f->peer_wso = b->syn.wso;
 			f->peer_ws = b->syn.ws;
@@ -487,12 +523,72 @@ static inline bool htb_ecn_rewrite(struct sk_buff *skb, unsigned int thoff,
 	return true;
 }
 
+/* The same rewrite in each segment that fraglist GRO (rx-gro-list,
+ * SKB_GSO_FRAGLIST) chained behind @skb: the segments keep their own
+ * headers, before their data, and software segmentation sends each with
+ * its own (skb_segment_list(), which fixes up only NAT's addresses and
+ * ports from the first).  GRO chains only segments whose flags and
+ * window are the same (tcp_gro_receive()), so each gets what the first
+ * got: (old & ~@mask) | @set, its checksum updated for its own
+ * ip_summed.  A segment shared with a clone (a tap's copy of the packet)
+ * is replaced by a private copy first, as skb_segment_list() does.
+ * False if one could not be written.
+ */
+static inline bool htb_ecn_rewrite_list(struct sk_buff *skb,
+					const struct htb_ecn_pkt *p,
+					unsigned int off, __be16 mask,
+					__be16 set)
+{
+	unsigned int thlen = p->th.doff * 4;
+	struct sk_buff **pp, *seg;
+
+	if (!skb_is_gso(skb) ||
+	    !(skb_shinfo(skb)->gso_type & SKB_GSO_FRAGLIST) ||
+	    !skb_has_frag_list(skb))
+		return true;
+	/* the list itself is ours to change */
+	if (skb_unclone(skb, GFP_ATOMIC))
+		return false;
+	pp = &skb_shinfo(skb)->frag_list;
+	while ((seg = *pp)) {
+		struct tcphdr *th;
+		__be16 *w, to;
+
+		if (skb_shared(seg)) {
+			struct sk_buff *n = skb_clone(seg, GFP_ATOMIC);
+
+			if (!n)
+				return false;
+			n->next = seg->next;
+			*pp = n;
+			consume_skb(seg);
+			seg = n;
+		}
+		if (skb_unclone(seg, GFP_ATOMIC))
+			return false;
+		pp = &seg->next;
+		/* its TCP header ends where GRO left its data */
+		if (skb_headroom(seg) < thlen)
+			continue;
+		th = (struct tcphdr *)(seg->data - thlen);
+		if (th->source != p->th.source || th->dest != p->th.dest ||
+		    th->doff != p->th.doff)
+			continue;
+		w = (__be16 *)((u8 *)th + off);
+		to = (*w & ~mask) | set;
+		inet_proto_csum_replace2(&th->check, seg, *w, to, false);
+		*w = to;
+	}
+	return true;
+}
+
 /* What an ACK gets (htb_ecn_ack()) */
 enum {
 	HTB_ECN_PASS,
 	HTB_ECN_SET_ECE,
 	HTB_ECN_SET_WINDOW,
 	HTB_ECN_NO_WSCALE,	/* rwnd would lower it: the scale is unknown */
+	HTB_ECN_ACCECN,		/* ece would set ECE: an AccECN flow */
 };
 
 /* The decision for an ACK of flow @f whose class is @c, under the
@@ -511,6 +607,11 @@ static inline int htb_ecn_ack_decide(struct htb_ecn_flow *f,
 		/* only senders that negotiated ECN listen to ECE */
 		if (!htb_ecn_over(backlog, thresh) || !f->ect || p->th.ece)
 			return HTB_ECN_PASS;
+		/* on an AccECN flow ECE is a bit of the ACE counter of CE
+		 * marks (RFC 9768): setting it would miscount them
+		 */
+		if (f->accecn)
+			return HTB_ECN_ACCECN;
 		return HTB_ECN_SET_ECE;
 	}
 	if (mode == TC_HTB_ECN_RWND && f->snd_max_ok &&
@@ -599,6 +700,8 @@ static inline bool htb_ecn_ack(struct htb_ecn_table *t, struct xarray *classes,
 			if (f && htb_ecn_synack_ok(f, &p)) {
 				f->peer_wso = wso;
 				f->peer_ws = ws;
+				f->accecn = f->accecn_asked &&
+					    htb_ecn_synack_accecn(htb_ecn_ace(&p.th));
 			} else if (f) {
 				atomic64_inc(&t->synacks_ignored);
 			}
@@ -611,6 +714,8 @@ static inline bool htb_ecn_ack(struct htb_ecn_table *t, struct xarray *classes,
 			b->syn.wso = wso;
 			b->syn.ws = ws;
 			b->syn.in_use = 1;
+			b->syn.accecn_asked = htb_ecn_ace(&p.th) ==
+					      HTB_ECN_ACE_ACCECN_SYN;
 		}
 		goto out;
 	}
@@ -626,14 +731,20 @@ out:
 	spin_unlock(&b->lock);
 	if (verdict == HTB_ECN_SET_ECE) {
 		__be16 flags = *(__be16 *)((u8 *)&p.th + 12);
+		__be16 ece = htons(TCPHDR_ECE);
 
-		if (htb_ecn_rewrite(skb, p.thoff, 12, flags | htons(TCPHDR_ECE)))
+		if (htb_ecn_rewrite(skb, p.thoff, 12, flags | ece) &&
+		    htb_ecn_rewrite_list(skb, &p, 12, ece, ece))
 			atomic64_inc(&c->ece_marked);
 	} else if (verdict == HTB_ECN_SET_WINDOW) {
-		if (htb_ecn_rewrite(skb, p.thoff, 14, htons(field)))
+		if (htb_ecn_rewrite(skb, p.thoff, 14, htons(field)) &&
+		    htb_ecn_rewrite_list(skb, &p, 14, htons(0xffff),
+					 htons(field)))
 			atomic64_inc(&c->rwnd_rewrites);
 	} else if (verdict == HTB_ECN_NO_WSCALE) {
 		atomic64_inc(&c->rwnd_no_wscale);
+	} else if (verdict == HTB_ECN_ACCECN) {
+		atomic64_inc(&c->accecn_skipped);
 	}
 	return true;
 }

@@ -149,6 +149,7 @@ struct t_pkt {
 	u8	doff;		/* 0: from the options */
 	u16	lport;		/* 0: T_LPORT */
 	bool	mapped;		/* IPv6 with the IPv4 flow's v4-mapped addresses */
+	bool	ae;		/* the AE flag (Accurate ECN) */
 };
 
 static void t_addrs(bool v6, bool out, struct in6_addr *src,
@@ -219,6 +220,7 @@ static struct sk_buff *t_skb(struct kunit *test, const struct t_pkt *tp)
 	th->seq = htonl(tp->seq);
 	th->ack_seq = htonl(tp->ack);
 	th->doff = tp->doff ? : (sizeof(*th) + olen) / 4;
+	((u8 *)th)[12] |= tp->ae;
 	((u8 *)th)[13] = tp->flags;
 	th->window = htons(tp->win);
 	if (olen) {
@@ -526,6 +528,183 @@ static void htb_ecn_ack_ece(struct kunit *test)
 	}
 }
 
+/* Is the TCP checksum of the segment whose TCP header is @th, up to the
+ * end of @skb's linear data, right?
+ */
+static bool t_seg_sum_ok(struct sk_buff *skb, const struct tcphdr *th,
+			 bool v6)
+{
+	unsigned int len = skb_tail_pointer(skb) - (u8 *)th;
+	__wsum sum = csum_partial(th, len, 0);
+	struct in6_addr src, dst;
+
+	t_addrs(v6, false, &src, &dst);
+	if (v6)
+		return !csum_ipv6_magic(&src, &dst, len, IPPROTO_TCP, sum);
+	return !csum_tcpudp_magic(src.s6_addr32[3], dst.s6_addr32[3], len,
+				  IPPROTO_TCP, sum);
+}
+
+/* A chain that fraglist GRO built of @n ACKs with data from the peer:
+ * the first segment at the head, the others on its frag_list, each with
+ * its own headers before its data (pulled to its payload)
+ */
+static struct sk_buff *t_fraglist(struct kunit *test, bool v6, int n)
+{
+	unsigned int thlen = sizeof(struct tcphdr);
+	struct sk_buff *head = NULL, **pp = NULL;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct sk_buff *seg;
+
+		seg = t_skb(test, &(struct t_pkt){ .v6 = v6, .flags = TCPHDR_ACK,
+						   .seq = 100 + i * 100,
+						   .ack = 1 + T_MSS, .win = 1000,
+						   .wscale = -1, .payload = 100 });
+		seg->ip_summed = CHECKSUM_UNNECESSARY;
+		if (!head) {
+			head = seg;
+			pp = &skb_shinfo(head)->frag_list;
+			continue;
+		}
+		skb_pull(seg, skb_transport_offset(seg) + thlen);
+		*pp = seg;
+		pp = &seg->next;
+		head->len += seg->len;
+		head->data_len += seg->len;
+		head->truesize += seg->truesize;
+	}
+	skb_shinfo(head)->gso_type = (v6 ? SKB_GSO_TCPV6 : SKB_GSO_TCPV4) |
+				     SKB_GSO_FRAGLIST;
+	skb_shinfo(head)->gso_size = 100;
+	skb_shinfo(head)->gso_segs = n;
+	return head;
+}
+
+/* ece on a fraglist-GRO chain: every segment gets ECE with its checksum
+ * right (software segmentation sends each with its own header), and a
+ * segment shared with another holder (a tap) is copied, not written
+ */
+static void htb_ecn_ack_fraglist(struct kunit *test)
+{
+	struct sk_buff *skb, *seg, *shared;
+	struct t_env e;
+	int v6, n;
+
+	for (v6 = 0; v6 <= 1; v6++) {
+		t_env_init(test, &e, TC_HTB_ECN_ECE, 16, 10000);
+		t_handshake(test, &e, v6, 7, 7, false);
+		e.cls.backlog = 20000;
+		skb = t_fraglist(test, v6, 4);
+		/* the second segment is also held elsewhere */
+		shared = skb_get(skb_shinfo(skb)->frag_list);
+		rcu_read_lock();
+		local_bh_disable();
+		htb_ecn_ack(e.t, &e.classes, skb, jiffies);
+		local_bh_enable();
+		rcu_read_unlock();
+		KUNIT_EXPECT_EQ(test, atomic64_read(&e.cls.ece_marked), 1LL);
+		KUNIT_EXPECT_TRUE(test, t_th(skb, v6)->ece);
+		n = 1;
+		skb_walk_frags(skb, seg) {
+			const struct tcphdr *th = (void *)(seg->data - sizeof(*th));
+
+			KUNIT_EXPECT_TRUE_MSG(test, th->ece, "segment %d v6 %d", n, v6);
+			KUNIT_EXPECT_TRUE_MSG(test, t_seg_sum_ok(seg, th, v6),
+					      "segment %d v6 %d", n, v6);
+			KUNIT_EXPECT_EQ(test, ntohs(th->window), 1000);
+			n++;
+		}
+		KUNIT_EXPECT_EQ(test, n, 4);
+		/* the other holder's segment is as it arrived */
+		KUNIT_EXPECT_PTR_NE(test, skb_shinfo(skb)->frag_list, shared);
+		KUNIT_EXPECT_FALSE(test, ((struct tcphdr *)(shared->data -
+					  sizeof(struct tcphdr)))->ece);
+		kfree_skb(shared);
+		kfree_skb(skb);
+		t_env_fini(&e);
+	}
+}
+
+/* ece leaves the ACKs of a flow that negotiated Accurate ECN alone (ECE
+ * is a bit of its ACE counter there) and counts them; a SYN that asked
+ * for AccECN answered by a classic SYN-ACK is classic ECN, whichever side
+ * opened
+ */
+static void htb_ecn_ack_accecn(struct kunit *test)
+{
+	static const struct {
+		bool	passive;
+		bool	syn_ae;		/* the SYN: AE CWR ECE, else CWR ECE */
+		u8	synack;		/* the SYN-ACK's CWR/ECE bits */
+		bool	synack_ae;
+		bool	accecn;
+	} c[] = {
+		{ false, true,  TCPHDR_CWR, false, true },	/* ACE 2 */
+		{ false, true,  0,          true,  true },	/* ACE 4 */
+		{ false, true,  TCPHDR_ECE, false, false },	/* classic */
+		{ false, true,  TCPHDR_ECE, true,  false },	/* nonce */
+		{ false, false, TCPHDR_CWR, false, false },	/* not asked */
+		{ true,  true,  TCPHDR_CWR | TCPHDR_ECE, false, true },	/* 3 */
+		{ true,  true,  TCPHDR_ECE, false, false },
+		{ true,  false, TCPHDR_ECE, false, false },
+	};
+	u8 syn_ecn = TCPHDR_ECE | TCPHDR_CWR;
+	struct sk_buff *skb;
+	struct t_env e;
+	int i, v6;
+
+	for (v6 = 0; v6 <= 1; v6++) {
+		for (i = 0; i < ARRAY_SIZE(c); i++) {
+			struct t_pkt syn = { .v6 = v6, .win = 64240, .wscale = 7,
+					     .flags = TCPHDR_SYN | syn_ecn,
+					     .ae = c[i].syn_ae };
+			struct t_pkt synack = { .v6 = v6, .win = 64240, .wscale = 7,
+						.flags = TCPHDR_SYN | TCPHDR_ACK |
+							 c[i].synack,
+						.ae = c[i].synack_ae };
+			int j;
+
+			t_env_init(test, &e, TC_HTB_ECN_ECE, 16, 10000);
+			if (c[i].passive) {
+				syn.seq = 99;
+				kfree_skb(t_in(test, &e, syn));
+				synack.ack = 100;
+				t_out(test, &e, synack);
+			} else {
+				t_out(test, &e, syn);
+				synack.seq = 99;
+				synack.ack = 1;
+				kfree_skb(t_in(test, &e, synack));
+			}
+			for (j = 0; j < 4; j++)
+				t_out(test, &e, (struct t_pkt){ .v6 = v6, .flags = TCPHDR_ACK,
+								.seq = 1 + j * T_MSS,
+								.ack = 100, .wscale = -1,
+								.payload = T_MSS,
+								.tos = INET_ECN_ECT_0 });
+			e.cls.backlog = 20000;
+			skb = t_in(test, &e, (struct t_pkt){ .v6 = v6, .flags = TCPHDR_ACK,
+							     .ack = 1 + T_MSS, .win = 1000,
+							     .wscale = -1 });
+			KUNIT_EXPECT_EQ_MSG(test, (int)t_th(skb, v6)->ece, (int)!c[i].accecn,
+					    "case %d v6 %d", i, v6);
+			KUNIT_EXPECT_EQ_MSG(test, atomic64_read(&e.cls.accecn_skipped),
+					    c[i].accecn ? 1LL : 0LL, "case %d v6 %d", i, v6);
+			KUNIT_EXPECT_EQ_MSG(test, atomic64_read(&e.cls.ece_marked),
+					    c[i].accecn ? 0LL : 1LL, "case %d v6 %d", i, v6);
+			t_check_sums(test, skb, v6);
+			kfree_skb(skb);
+			t_env_fini(&e);
+		}
+	}
+	/* the AccECN state costs no room: a flow's entry stays 72 bytes */
+	kunit_info(test, "sizeof(struct htb_ecn_flow) %zu, bucket %zu",
+		   sizeof(struct htb_ecn_flow), sizeof(struct htb_ecn_bucket));
+	KUNIT_EXPECT_LE(test, sizeof(struct htb_ecn_flow), 72);
+}
+
 /* The peer's window scale comes from the SYN-ACK that answers our SYN
  * (it acknowledges the SYN exactly) and from no other: a forged SYN-ACK
  * before it, or any SYN-ACK after it, is ignored and counted.
@@ -718,6 +897,8 @@ static struct kunit_case htb_ecn_test_cases[] = {
 	KUNIT_CASE(htb_ecn_ack_rwnd_scales),
 	KUNIT_CASE(htb_ecn_ack_rwnd_unknown_scale),
 	KUNIT_CASE(htb_ecn_ack_ece),
+	KUNIT_CASE(htb_ecn_ack_accecn),
+	KUNIT_CASE(htb_ecn_ack_fraglist),
 	KUNIT_CASE(htb_ecn_ack_forged_synack),
 	KUNIT_CASE(htb_ecn_table_unsolicited_syns),
 	KUNIT_CASE(htb_ecn_table_synack_flood),

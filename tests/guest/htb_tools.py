@@ -8,6 +8,13 @@ its namespace's sockets and netlink).
   synstorm SRC DST COUNT [-6]       COUNT raw SYNs (random source ports,
                                     window scale option) from SRC to DST
   udpect DST COUNT [-6]             COUNT 1000-byte ECT(0) UDP datagrams
+  tcpraw SRC DST SPORT DPORT SEQ ACK FLAGS COUNT [LEN [TOS]] [-6]
+                                    COUNT raw TCP segments (FLAGS: the 9
+                                    flag bits, AE 0x100; LEN payload bytes
+                                    each, seq advancing; TOS the IP
+                                    DS field; a SYN carries MSS and window
+                                    scale 7), checksum 0 (the end hosts
+                                    drop them unanswered)
   appstats IFNAME                   {classid: length of TCA_STATS_APP} of
                                     the classes of IFNAME (rtnetlink dump)
   badframes IFNAME DSTMAC           Ethernet frames that are no TCP packet
@@ -80,6 +87,29 @@ def synstorm(src, dst, count, v6):
             ip = struct.pack("!IHBB", 6 << 28, len(tcp), 6, 64) + sa + da
         else:
             ip = struct.pack("!BBHHHBBH", 0x45, 0, 20 + len(tcp), 0, 0, 64, 6, 0) + sa + da
+        s.sendto(ip + tcp, (dst, 0))
+    print(json.dumps({"sent": count}), flush=True)
+
+
+def tcpraw(src, dst, sport, dport, seq, ack, flags, count, plen, tos, v6):
+    if v6:
+        s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_RAW)
+        s.setsockopt(socket.IPPROTO_IPV6, 36, 1)        # IPV6_HDRINCL
+        sa, da = socket.inet_pton(socket.AF_INET6, src), socket.inet_pton(socket.AF_INET6, dst)
+    else:
+        s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+        sa, da = socket.inet_aton(src), socket.inet_aton(dst)
+    opts = b""
+    if flags & 0x02:
+        opts = struct.pack("!BBH", 2, 4, 1460) + struct.pack("!BBBB", 1, 3, 3, 7)
+    for i in range(count):
+        tcp = struct.pack("!HHIIBBHHH", sport, dport, (seq + i * plen) % (1 << 32), ack,
+                          (5 + len(opts) // 4) << 4 | (flags >> 8 & 1), flags & 0xff,
+                          1000, 0, 0) + opts + b"d" * plen
+        if v6:
+            ip = struct.pack("!IHBB", 6 << 28 | tos << 20, len(tcp), 6, 64) + sa + da
+        else:
+            ip = struct.pack("!BBHHHBBH", 0x45, tos, 20 + len(tcp), 0, 0, 64, 6, 0) + sa + da
         s.sendto(ip + tcp, (dst, 0))
     print(json.dumps({"sent": count}), flush=True)
 
@@ -234,6 +264,12 @@ def options(ifname):
     print(json.dumps(out), flush=True)
 
 
+def flows(argv):
+    """the flow tables as text (dcnet.htbflows)"""
+    from dcnet import htbflows
+    sys.exit(htbflows.main(argv, prog="htb_tools flows"))
+
+
 def main(argv):
     v6 = "-6" in argv
     argv = [a for a in argv if a != "-6"]
@@ -245,12 +281,17 @@ def main(argv):
         fetch(argv[1], int(argv[2]), v6)
     elif cmd == "synstorm":
         synstorm(argv[1], argv[2], int(argv[3]), v6)
+    elif cmd == "tcpraw":
+        n = [int(a, 0) for a in argv[3:]]
+        tcpraw(argv[1], argv[2], *n[:6], n[6] if len(n) > 6 else 0, n[7] if len(n) > 7 else 0, v6)
     elif cmd == "udpect":
         udpect(argv[1], int(argv[2]), v6)
     elif cmd == "appstats":
         appstats(argv[1])
     elif cmd == "options":
         options(argv[1])
+    elif cmd == "flows":
+        flows(argv[1:])
     elif cmd == "badframes":
         badframes(argv[1], argv[2])
     else:
