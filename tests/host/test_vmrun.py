@@ -41,3 +41,28 @@ def test_guest_path_maps_only_the_results_directory():
     assert guest_path("/tmp/p10/raw.json", out, g) == "/tmp/p10/raw.json"
     assert guest_path("--experiment=/tmp/p1.json", out, g) == "--experiment=/tmp/p1.json"
     assert guest_path("--out", out, g) == "--out"
+
+
+def test_a_boot_that_never_started_is_retried_once(tmp_path):
+    """vng ending within seconds without the guest's log is a failed boot,
+    not a failed run: booted once more; a guest that started (its log
+    exists) or a second failed boot is the answer"""
+    from dcnet.host import vmrun
+    calls = []
+
+    def boot(rcs):
+        def f():
+            calls.append(1)
+            return rcs[len(calls) - 1]
+        return f
+    assert vmrun.run_booted(boot([1, 0]), str(tmp_path)) == 0 and len(calls) == 2
+    calls.clear()
+    assert vmrun.run_booted(boot([1, 1]), str(tmp_path)) == 1 and len(calls) == 2
+    calls.clear()
+    assert vmrun.run_booted(boot([0]), str(tmp_path)) == 0 and len(calls) == 1
+    calls.clear()
+    (tmp_path / "guest.log").write_text("a test failed\n")
+    assert vmrun.run_booted(boot([1, 0]), str(tmp_path)) == 1 and len(calls) == 1
+    calls.clear()
+    (tmp_path / "guest.log").unlink()
+    assert vmrun.run_booted(boot([1, 0]), str(tmp_path), limit=0) == 1 and len(calls) == 1
