@@ -377,11 +377,6 @@ class Fabric:
                 sysctl("net.ipv4.fib_multipath_hash_seed", self.hash_seed)
             sysctl("net.ipv6.conf.default.accept_dad", 0)
             sysctl("net.ipv6.conf.all.accept_dad", 0)
-            if self.topo.fastlane:
-                # forward notifications from other ports: IP must accept
-                # their truncated length (routed mode; a bridge never
-                # looks at the IP length)
-                sysctl("net.ipv4.tcp_fastlane", 1)
         L = ["link set lo up"]
         if self.l2:
             L.append("link add br0 type bridge stp_state 0 mcast_snooping 0")
