@@ -5,6 +5,7 @@ side by side in one run (Kumar et al., APNet 2017, Tables 1-2, Sec. 4).
 Schemes, all behind the same HTB limiter of rate R:
   plain       stock HTB (pfifo leaf), CUBIC                  (Table 1)
   ce          HTB ecn_mode ce, DCTCP                          (Sec. 3.2)
+  red         HTB with a RED leaf marking above K, DCTCP      (ce's upstream twin)
   ece         HTB ecn_mode ece, DCTCP                         (solution 1)
   rwnd        HTB ecn_mode rwnd, CUBIC without ECN            (solution 2)
   fq_codel    HTB with an fq_codel leaf, ce_threshold, DCTCP  (today's pick)
@@ -52,19 +53,21 @@ from dcnet.stats import cpu_busy, cpu_sample
 from dcnet.stats import busy_pct, cpu_note
 from dcnet import regime
 
-HTB_SCHEMES = ["plain", "ce", "ece", "rwnd", "fq_codel"]
+HTB_SCHEMES = ["plain", "ce", "red", "ece", "rwnd", "fq_codel"]
 # upstream's sch_fq as the limiter (Table 1 only: Table 2's minimum rate
 # and shared ceiling under a parent are HTB's hierarchy, which fq has no
 # counterpart for)
 FQ_SCHEMES = ["fq", "fq_edt"]
 SCHEMES = HTB_SCHEMES + FQ_SCHEMES
 T2_SCHEMES = HTB_SCHEMES
-CC = dict(plain="cubic", ce="dctcp", ece="dctcp", rwnd="cubic", fq_codel="dctcp", fq="dctcp",
+CC = dict(plain="cubic", ce="dctcp", red="dctcp", ece="dctcp", rwnd="cubic", fq_codel="dctcp", fq="dctcp",
           fq_edt="dctcp")
 # what each scheme is, for the report
 SCHEME_DOC = dict(
     plain="HTB rate R, pfifo leaf; CUBIC",
     ce="HTB rate R, ecn_mode ce above K; DCTCP + ECN",
+    red="HTB rate R, RED leaf marking CE above K (min K max K+1 probability 1, the fastest average "
+        "tc allows); DCTCP + ECN",
     ece="HTB rate R, ecn_mode ece above K (htback on the port's ingress); DCTCP + ECN",
     rwnd="HTB rate R, ecn_mode rwnd above K (htback on the port's ingress); CUBIC without ECN",
     fq_codel="HTB rate R, fq_codel leaf with ce_threshold T; DCTCP + ECN",
@@ -133,6 +136,19 @@ def ce_threshold_us(rate_kbit, k_bytes=None):
     return max(100, int(k * 8 / (rate_kbit * 1000) * 1e6))
 
 
+def red_leaf(k_bytes=None):
+    """the RED leaf that marks as `ecn_mode ce` does: CE on every ECT
+    packet that finds K bytes or more queued.  RED compares an average of
+    the queue; `burst` K/avpkt is the smallest tc accepts, and gives the
+    fastest average it can (weight 1/2).  The limit is the pfifo leaf's
+    1000 packets."""
+    k = K_BYTES if k_bytes is None else k_bytes
+    avpkt = 1500
+    burst = -(-k // avpkt)
+    return (f"red limit {1000 * 1514} min {k} max {k + 1} avpkt {avpkt} burst {burst}"
+            f" probability 1.0 ecn")
+
+
 def fq_commands(scheme, rate_kbit, flows, senders, k_bytes=None, TC="tc"):
     """[(namespace key, tc command)] of an fq scheme: "sw" for sw's port
     towards rx, else a sender's name (its eth0).  maxrate is per flow:
@@ -177,6 +193,8 @@ def setup_scheme(lab, scheme, classes, flows=1, senders=("vm",)):
         if scheme == "fq_codel":
             ce_us = ce_threshold_us(rate)
             sh(f"{TC} qdisc add dev {dev} parent {classid} fq_codel ce_threshold {ce_us}us", lab.sw)
+        if scheme == "red":
+            sh(f"{TC} qdisc add dev {dev} parent {classid} {red_leaf()}", lab.sw)
         if src:
             sh(f"{TC} filter add dev {dev} parent 1: protocol ip prio 1 u32 match ip src {src}/32"
                f" flowid {classid}", lab.sw)
@@ -384,6 +402,7 @@ def _class_counters(lab, senders=()):
                 res[k] = res.get(k, 0) + v
     qd = json.loads(sh(f"{TC} -s -j qdisc show dev rx", lab.sw))
     res["drops"] = sum(q.get("drops", 0) for q in qd if q.get("kind") == "htb")
+    res["red_marked"] = sum(q.get("marked", 0) for q in qd if q.get("kind") == "red")
     res["fq_codel_ce_mark"] = sum(q.get("ecn_mark", 0) + q.get("ce_mark", 0) for q in qd
                                   if q.get("kind") == "fq_codel")
     # sch_fq, where the fq schemes put it: sw's port and the senders' eth0

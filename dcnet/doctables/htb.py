@@ -8,7 +8,10 @@ its table or section; every measured number is read from the claim
 directory.
 """
 
-from dcnet.doctables import load_json, md_table, table
+import os
+import re
+
+from dcnet.doctables import RESULTS, load_json, md_table, table
 
 CLAIM = "htb-tables"
 
@@ -232,6 +235,52 @@ def fq_table():
                      ">= 95% / CV <= 5% / RTT <= 2x", "flows' sRTT <= 2x"), rows) + (
         "\n%s; unloaded RTT %s; DCTCP and ECN for every scheme but plain and rwnd. "
         "Data: [htb-fq](results/htb-fq/).\n" % (_scale(res), _us(res["unloaded_rtt"]["p50_us"])))
+
+
+# --- ecn_mode ce beside a RED leaf (bench-htb's red cells, docs/results/htb-ce-red)
+
+RED_CLAIM = "htb-ce-red"
+RED_TABLE_SCHEMES = (("ce", "HTB `ecn_mode ce`", "ecn_ce_marked"),
+                     ("red", "HTB, RED leaf (min K max K+1 probability 1 ecn)", "red_marked"))
+
+
+def _med_rng(vals, fmt):
+    """"median (lo-hi)" of VALS, each formatted by FMT"""
+    vals = sorted(vals)
+    n = len(vals)
+    med = vals[n // 2] if n % 2 else (vals[n // 2 - 1] + vals[n // 2]) / 2.0
+    if vals[0] == vals[-1]:
+        return fmt(med)
+    return "%s (%s-%s)" % (fmt(med), fmt(vals[0]), fmt(vals[-1]))
+
+
+def red_samples():
+    """the results.json of every sample of the ce/red run, in order"""
+    d = os.path.join(RESULTS, RED_CLAIM)
+    names = sorted((n for n in os.listdir(d) if re.match(r"sample\d+$", n)), key=lambda n: int(n[6:]))
+    return [load_json(RED_CLAIM, n, "results.json") for n in names]
+
+
+@table("htb-ce-red")
+def red_table():
+    """ce and the RED leaf in the same boots: median (range) over the samples"""
+    res = red_samples()
+    rows = []
+    for scheme, name, mark in RED_TABLE_SCHEMES:
+        for flows in sorted({r["flows"] for r in res[0]["table1"] if r["scheme"] == scheme}):
+            cells = [c for r in res for c in _cells(r["table1"], scheme, (flows,))]
+            rows.append((name, "%d" % flows,
+                         _med_rng([c["wire_saturation"] for c in cells], _pct),
+                         _med_rng([c["wire_cv"] for c in cells], _pct),
+                         _med_rng([c["rtt_p50_us"] for c in cells], _t),
+                         _med_rng([c["flow_rtt_p50_us"] for c in cells], _t),
+                         _med_rng([c["counters"].get(mark, 0) for c in cells], lambda v: "%d" % v),
+                         _med_rng([c["counters"].get("drops", 0) for c in cells], lambda v: "%d" % v)))
+    return md_table(("leaf", "flows", "output of R", "CV (100 ms)", "probe RTT p50",
+                     "flows' sRTT p50", "CE marks", "drops"), rows) + (
+        "\n%s; unloaded RTT %s; DCTCP and ECN; median (range) of %d samples, one boot each. "
+        "Data: [htb-ce-red](results/htb-ce-red/).\n" % (
+            _scale(res[0]), _us(res[0]["unloaded_rtt"]["p50_us"]), len(res)))
 
 
 # --- the paper's rate in dilated time (docs/results/htb-fig4-dilated) ---------

@@ -20,6 +20,7 @@ TARGETS = {
     "d2tcp-atscale": ("make bench-d2tcp-atscale", "D2TCP Figs. 9-14 on the Clos"),
     "htb-tables": ("make bench-htb", "HTB paper Tables 1-2"),
     "htb-fq": ("make bench-htb", "HTB Table 1 beside upstream's sch_fq (1 and 8 flows)"),
+    "htb-ce-red": ("make bench-htb", "HTB's ce beside a RED leaf marking above K (1 and 8 flows)"),
     "fastlane-single-switch": ("make bench-fastlane", "FastLane partition-aggregate and incast"),
     "fastlane-clos": ("make bench-fastlane-clos", "FastLane Figs. 4-6 on the Clos (FL-PS)"),
     "presto-fig15": ("make bench-presto-grid", "Presto Fig. 15 (five workloads)"),

@@ -23,6 +23,16 @@ def test_ce_threshold_is_k_at_r():
     assert htb.ce_threshold_us(10000000, 6000) == 100        # floor
 
 
+@pytest.mark.parametrize("k, burst", [(6000, 4), (60000, 40), (20000, 14)])
+def test_red_leaf_marks_above_k(k, burst):
+    """the red cell's leaf: CE above K (max K+1, probability 1) with the
+    smallest burst tc accepts (K/avpkt, rounded up), so the fastest average"""
+    assert htb.red_leaf(k) == (f"red limit 1514000 min {k} max {k + 1} avpkt 1500 burst {burst}"
+                               " probability 1.0 ecn")
+    assert htb.CC["red"] == htb.CC["ce"] == "dctcp"
+    assert "red" in htb.HTB_SCHEMES
+
+
 @pytest.mark.parametrize("flows, per_flow", [(1, 100000), (2, 50000), (8, 12500), (16, 6250)])
 def test_fq_on_the_limiters_port(flows, per_flow):
     cmds = htb.fq_commands("fq", 100000, flows, ["vm"], k_bytes=6000, TC="TC")
