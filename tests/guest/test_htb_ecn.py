@@ -950,6 +950,7 @@ def test_htb_is_a_module_and_the_feature_works_there(lab_factory):
     limiter(lab, f"ecn_thresh {K} ecn_mode ece")
     mods = [l.split()[0] for l in open("/proc/modules").read().splitlines()]
     assert "sch_htb" in mods, "sch_htb is not a loaded module"
+    assert "sch_htb_ecn" in mods, "sch_htb_ecn (the flow table) is not a loaded module"
     assert "act_htback" in mods, "act_htback is not a loaded module"
     rec, _ = flow(lab, nbytes=300_000, sample_ms=0)
     assert rec["bytes"] == 300_000
