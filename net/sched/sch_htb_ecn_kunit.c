@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* KUnit tests of HTB's congestion signals (sch_htb_ecn.h): the threshold
+/* KUnit tests of HTB's congestion signals (sch_htb_ecn.[ch]): the threshold
  * decision, the receive window a flow is held to, its encoding in a scaled
  * 16-bit window field, the parsing of the window scale option out of
  * untrusted TCP options, the packet parser, and the flow table with the
@@ -915,3 +915,4 @@ kunit_test_suite(htb_ecn_test_suite);
 
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("KUnit tests for HTB congestion signals");
+MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);

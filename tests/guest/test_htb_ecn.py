@@ -19,6 +19,7 @@ import statistics
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -942,6 +943,72 @@ def test_gso_super_packets(lab_factory, v6):
     assert mss and all(0 < m <= 1460 for m in mss), table
 
 
+# the chain of inner classes under which one more class is "too deep":
+# 1:1 (level 7) ... 1:8, whose child 1:10 would be a ninth level
+DEEP = [f"1:{i}" for i in range(1, 9)]
+# failing adds of the class while the ACKs of its old flows arrive
+READD_TRIES = 200
+
+
+def test_failed_class_add_while_old_flows_ack(lab_factory):
+    """A class in ece with flows is deleted; its flows' entries stay in the
+    table and their ACKs keep arriving.  Adding a class of the same id in
+    ece that fails after its state is prepared ("tree is too deep") must
+    never show that state to those ACKs: it is freed when the add fails,
+    and an ACK that found it would read freed memory (KASAN, which fails
+    the run).  Every add fails with a clear error, the ACKs keep crossing
+    the action, and the qdisc works afterwards."""
+    need_patched_tc()
+    lab = lab3(lab_factory, "hr")
+    sw = lab.sw
+    ecn = f"ecn_thresh {K} ecn_mode ece"
+    limiter(lab, ecn=ecn, rate=f"{ECE_RATE_KBIT}kbit")
+    # 1:20 in ece keeps the flow table when 1:10 goes
+    tc(f"class add dev h3 parent 1: classid 1:20 htb rate 1mbit ceil 1mbit {ecn}", sw)
+    parent = "1:"
+    for c in DEEP:
+        tc(f"class add dev h3 parent {parent} classid {c} htb rate 1mbit", sw)
+        parent = c
+    tick = lab.spawn("h3", [sys.executable, "-c", TICKER, str(scaled(WAIT_S * 3))])
+    assert tick.stdout.readline().strip() == "ready"
+    bulk = lab.spawn("h1", [sys.executable, "-c", BULK, lab.ip("h3")])
+    try:
+        wait_until(lambda: counter(lab, "ecn_acks") > 0, scaled(WAIT_S),
+                   "ACKs of 1:10's flows seen")
+        tc("class del dev h3 classid 1:10", sw)
+        # the flows go on through the direct queue, unshaped: their ACKs
+        # find their old entries, of class 1:10
+        seen = ack_counters(lab)["seen"]
+        with tempfile.NamedTemporaryFile("w", suffix=".tc") as batch:
+            for _ in range(READD_TRIES):
+                batch.write(f"class add dev h3 parent {DEEP[-1]} classid 1:10 htb"
+                            f" rate 1mbit {ecn}\n")
+            batch.flush()
+            p = subprocess.run(ns_exec(sw) + [tc_binary(), "-force", "-batch", batch.name],
+                               capture_output=True, text=True, timeout=scaled(WAIT_S * 5))
+        assert p.returncode != 0
+        errs = [l for l in p.stderr.splitlines() if l.startswith("Error:")]
+        assert len(errs) == READD_TRIES, p.stderr[-2000:]
+        assert all("tree is too deep" in l for l in errs), set(errs)
+        crossed = ack_counters(lab)["seen"] - seen
+        print(f"{READD_TRIES} failed adds of 1:10 in ece; {crossed} segments"
+              f" crossed htback meanwhile")
+        assert crossed > 0, "no ACK of the old flows arrived during the adds"
+        assert tick.poll() is None, "the ticker ended early"
+    finally:
+        tick.kill()
+        bulk.kill()
+    out = tc("class show dev h3", sw)
+    assert not re.search(r"class htb 1:10 ", out), out
+    # nothing was left half applied: the class can be added where it fits,
+    # and a flow through it is marked
+    tc(f"class add dev h3 parent 1: classid 1:10 htb rate {ECE_RATE_KBIT}kbit"
+       f" ceil {ECE_RATE_KBIT}kbit {ecn}", sw)
+    rec, _ = flow(lab, nbytes=ECE_BYTES, sample_ms=0)
+    assert rec["bytes"] == ECE_BYTES
+    assert counter(lab, "ecn_ece_marked") > 0
+
+
 def test_htb_is_a_module_and_the_feature_works_there(lab_factory):
     """Defect 1: HTB is built as a module (as distributions build it) and
     ece works with it: the ACK side is a tc action module (act_htback),
@@ -950,6 +1017,7 @@ def test_htb_is_a_module_and_the_feature_works_there(lab_factory):
     limiter(lab, f"ecn_thresh {K} ecn_mode ece")
     mods = [l.split()[0] for l in open("/proc/modules").read().splitlines()]
     assert "sch_htb" in mods, "sch_htb is not a loaded module"
+    assert "sch_htb_ecn" in mods, "sch_htb_ecn (the flow table) is not a loaded module"
     assert "act_htback" in mods, "act_htback is not a loaded module"
     rec, _ = flow(lab, nbytes=300_000, sample_ms=0)
     assert rec["bytes"] == 300_000
