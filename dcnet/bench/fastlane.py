@@ -13,6 +13,10 @@ Schemes, each on the same namespaces and seeds:
 
   tcp               stock TCP (CUBIC, SACK, RACK-TLP, timestamps), 200 ms RTOmin
   tcp-rto10         the same with a 10 ms RTOmin (route option rto_min)
+  tcp-quench        the paper's baseline (Sec. 2.2.1, TCP-Quench in Sec. 4): ports
+                    send ICMP Source Quench for each drop (fastlane mode quench, at
+                    the data's priority, no caps), hosts reduce cwnd as for ECN
+                    (net.ipv4.tcp_source_quench=1) and resend nothing at once
   tcp-fastlane      stock TCP with net.ipv4.tcp_fastlane=1, fastlane ports
   dctcp             DCTCP, ports marking CE above K (RED)
   dctcp-fastlane    DCTCP with FastLane, fastlane ports marking CE above K
@@ -39,7 +43,7 @@ from dcnet import ROOT
 from dcnet import hostrun
 from dcnet.stats import busy_pct, cpu_busy, cpu_note, cpu_sample, percentile, sample_at
 
-SCHEMES = ["tcp", "tcp-rto10", "tcp-fastlane", "dctcp", "dctcp-fastlane"]
+SCHEMES = ["tcp", "tcp-rto10", "tcp-quench", "tcp-fastlane", "dctcp", "dctcp-fastlane"]
 RATE_FRACTION = 0.2
 BUFFER = 128 * 1024              # per port, the paper's 128 KB
 K_BYTES = 30000                  # DCTCP's marking threshold
@@ -64,6 +68,26 @@ def fanin_of(kb):
     return max(1, min(WORKERS, TOTAL_KB // kb))
 
 
+def port_qdisc(scheme, rate_mbit):
+    """the fastlane qdisc's options of a scheme's ports, or None where they
+    are a plain byte FIFO (bfifo) or RED"""
+    if scheme.endswith("fastlane"):
+        ce = f" ce_threshold {K_BYTES}" if scheme.startswith("dctcp") else ""
+        return f"fastlane limit {BUFFER} rate {rate_mbit}mbit{ce}"
+    if scheme == "tcp-quench":
+        # the same port, a Source Quench for each drop instead
+        return f"fastlane limit {BUFFER} rate {rate_mbit}mbit mode quench"
+    return None
+
+
+def host_sysctls(scheme):
+    """the TCP sysctls every host of a scheme runs with"""
+    dctcp = scheme.startswith("dctcp")
+    return {"net.ipv4.tcp_fastlane": int(scheme.endswith("fastlane")),
+            "net.ipv4.tcp_source_quench": int(scheme == "tcp-quench"),
+            "net.ipv4.tcp_ecn": 1 if dctcp else 2}
+
+
 def configure(lab, scheme, rate_mbit, aggregator, ports, hosts=True):
     """the switch ports (fresh counters), and every host's TCP, for one
     scheme"""
@@ -74,8 +98,8 @@ def configure(lab, scheme, rate_mbit, aggregator, ports, hosts=True):
     # process start costs a second or more in the guest
     for name, (ns, i) in (lab.hosts.items() if hosts else []):
         with netns(ns):
-            sysctl("net.ipv4.tcp_fastlane", int(fl))
-            sysctl("net.ipv4.tcp_ecn", 1 if dctcp else 2)
+            for k, v in host_sysctls(scheme).items():
+                sysctl(k, v)
         rto = " rto_min 10ms" if scheme == "tcp-rto10" else ""
         batch("ip", [f"route replace default via 10.0.{i}.254{rto}"], ns)
     with netns(lab.sw):
@@ -89,9 +113,8 @@ def configure(lab, scheme, rate_mbit, aggregator, ports, hosts=True):
             parent = "parent 1:1 handle 10:"
         else:
             parent = "root"
-        if fl:
-            ce = f" ce_threshold {K_BYTES}" if dctcp else ""
-            L.append(f"qdisc add dev {dev} {parent} fastlane limit {BUFFER} rate {rate_mbit}mbit{ce}")
+        if port_qdisc(scheme, rate_mbit):
+            L.append(f"qdisc add dev {dev} {parent} {port_qdisc(scheme, rate_mbit)}")
         elif dctcp:
             L.append(f"qdisc add dev {dev} {parent} red limit {BUFFER} min {K_BYTES} max {K_BYTES + 1500}"
                      f" avpkt 1500 burst {K_BYTES // 1500 + 1} probability 1.0 ecn bandwidth {rate_mbit}mbit")
@@ -110,7 +133,8 @@ def port_stats(lab, ports):
             out[dev] = {k: q.get(k, 0) for k in ("kind", "bytes", "packets", "drops", "nf_generated",
                                                   "nf_sent", "nf_bytes", "nf_cap_drops", "nf_backlog_max",
                                                   "nf_sent_idle", "ce_marked", "marked",
-                                                  "nf_pending_max", "nf_pending_drops")}
+                                                  "nf_pending_max", "nf_pending_drops",
+                                                  "quench_generated", "quench_none")}
     return out
 
 
@@ -130,7 +154,7 @@ UNDO_COUNTERS = ("TCPPartialUndo", "TCPFullUndo", "TCPDSACKUndo", "TCPLossUndo",
 
 
 def netstat(lab):
-    keys = FL_COUNTERS + ("TCPTimeouts", "TCPLossProbes", "TCPSackRecovery") + UNDO_COUNTERS
+    keys = FL_COUNTERS + ("TCPTimeouts", "TCPLossProbes", "TCPSackRecovery", "TCPSourceQuench") + UNDO_COUNTERS
     from dcnet.testbed.fabric import netns
     tot = dict.fromkeys(keys, 0)
     for name, (ns, _) in lab.hosts.items():
@@ -354,6 +378,25 @@ def host_table(rows, first, key):
     return L
 
 
+def quench_counters(c):
+    """the Source Quenches of a cell: made by its ports, drops none could
+    be made of (IPv6, fragments), acted on by its hosts"""
+    return dict(quench_generated=sum(p.get("quench_generated", 0) for p in c["ports"].values()),
+                quench_none=sum(p.get("quench_none", 0) for p in c["ports"].values()),
+                quench_acted=c["netstat"].get("TCPSourceQuench", 0))
+
+
+def quench_table(rows, first, key):
+    """Markdown: the Source Quench cells' quenches, from ports to hosts"""
+    L = [f"| {first} | drops | quenches sent | drops without a quench | quenches acted on (TCPSourceQuench) "
+         "| RTOs |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        if r["scheme"] == "tcp-quench":
+            L.append(f"| {key(r)} | {r['drops']} | {r['quench_generated']} | {r['quench_none']} | "
+                     f"{r['quench_acted']} | {r['netstat'].get('TCPTimeouts', 0)} |")
+    return L
+
+
 def analyse(raw):
     rate_Bps = raw["rate_mbit"] * 1e6 / 8
     res = dict(kernel=raw["kernel"], rate_mbit=raw["rate_mbit"], sustained_mbit=raw["sustained_mbit"],
@@ -376,7 +419,8 @@ def analyse(raw):
         row.update(nf_generated=sum(p.get("nf_generated", 0) for p in c["ports"].values()),
                    nf_bytes=nf_bytes, nf_cap_drops=sum(p.get("nf_cap_drops", 0) for p in c["ports"].values()),
                    nf_bw_fraction_max=per_port_bw, nf_buffer_fraction_max=nf_max / raw["buffer"],
-                   drops=sum(p.get("drops", 0) for p in c["ports"].values()))
+                   drops=sum(p.get("drops", 0) for p in c["ports"].values()),
+                   **quench_counters(c))
         res["pa"].append(row)
     for c in raw["incast"]:
         res["incast"].append(dict(scheme=c["scheme"], n=c["n"], cpu_busy=c.get("cpu_busy"),
@@ -398,14 +442,15 @@ def analyse(raw):
                                   # older raw.json has no incast elapsed time: no rate fraction
                                   nf_bw_fraction_max=(max([p.get("nf_bytes", 0) for p in c["ports"].values()] or [0])
                                                       / c["elapsed_s"] / rate_Bps) if c.get("elapsed_s") else None,
-                                  drops=sum(p.get("drops", 0) for p in c["ports"].values())))
+                                  drops=sum(p.get("drops", 0) for p in c["ports"].values()),
+                                  **quench_counters(c)))
     # reductions of the short flows' p99.9 against the two baselines
     red = []
     for row in res["pa"]:
         if not row["scheme"].endswith("fastlane"):
             continue
         base = "tcp" if row["scheme"] == "tcp-fastlane" else "dctcp"
-        for b in ([base, "tcp-rto10"] if base == "tcp" else [base]):
+        for b in ([base, "tcp-rto10", "tcp-quench"] if base == "tcp" else [base]):
             other = next((r for r in res["pa"] if r["scheme"] == b and r["load"] == row["load"]), None)
             if other and other["short"]["p999"] and row["short"]["p999"] is not None:
                 red.append(dict(scheme=row["scheme"], against=b, load=row["load"],
@@ -604,6 +649,11 @@ def report(res, pngs, out):
               "retransmission (TailPush); held resends sent beside a lone resend in flight (BoundPair):", ""]
         L += host_table(sorted(res["pa"], key=lambda r: (r["load"], SCHEMES.index(r["scheme"]))),
                         "load", lambda r: f"{int(r['load'] * 100)}%")
+        if any(r["scheme"] == "tcp-quench" for r in res["pa"]):
+            L += ["", "Source Quench (tcp-quench): a quench per drop from the ports, at the data's "
+                  "priority; a host reduces cwnd for at most one a window and resends nothing:", ""]
+            L += quench_table(sorted(res["pa"], key=lambda r: r["load"]), "load",
+                              lambda r: f"{int(r['load'] * 100)}%")
         if "pa-fct.png" in pngs:
             L += ["", "![partition-aggregate](pa-fct.png)"]
         L.append("")
@@ -621,6 +671,9 @@ def report(res, pngs, out):
         L += ["", "FastLane's host counters in incast (as above):", ""]
         L += host_table(sorted(res["incast"], key=lambda r: (r["n"], SCHEMES.index(r["scheme"]))),
                         "N", lambda r: r["n"])
+        if any(r["scheme"] == "tcp-quench" for r in res["incast"]):
+            L += ["", "Source Quench in incast (as above):", ""]
+            L += quench_table(sorted(res["incast"], key=lambda r: r["n"]), "N", lambda r: r["n"])
         if "incast.png" in pngs:
             L += ["", "![incast](incast.png)"]
         L.append("")

@@ -29,7 +29,10 @@
  *    codepoint), wait in a queue of their own, served at strict priority
  *    over data within a token bucket of 1% of the port's rate, and beyond
  *    it only when no data waits.  That queue holds 2.5% of the port's
- *    buffer; what does not fit is dropped, never notified.
+ *    buffer; what does not fit is dropped, never notified;
+ *  - mode quench, the paper's baseline (Sec. 2.2.1), sends an ICMP Source
+ *    Quench (RFC 792) about an IPv4 drop instead, at the data's DSCP and
+ *    priority and through the data's queues, with no caps.
  *
  * A notification is built under the root lock of the port that drops,
  * but it is sent from a BH work item: sending it from the enqueue path
@@ -67,6 +70,7 @@ struct fastlane_sched_data {
 	u32			nf_limit;
 	u32			ce_threshold;	/* bytes, 0: no marking */
 	u8			dscp;
+	u8			mode;		/* enum tc_fastlane_mode */
 	u64			rate;		/* the port's, bytes/s */
 	u64			nf_rate;	/* bytes/s, 0: no cap */
 	u8			configured;	/* by init: the defaults are set */
@@ -142,24 +146,22 @@ static unsigned int fastlane_hdrlen(const struct sk_buff *skb, __be16 proto)
 	return fastlane_quote_len(iphlen, th->doff);
 }
 
-/* Build the notification for @skb, which is about to be dropped: an
- * IPv4 or IPv6 header to the packet's source, with the FastLane codepoint
- * @dscp (ECN not-ECT), then the ICMP error and the quote.  @l2: with an
- * Ethernet header whose addresses are those of @skb swapped, and finished
- * (fastlane_finish()) with the packet's destination as its source; else
- * the route back gives it its source address when it is sent.  Returns
- * NULL if @skb is not TCP or no memory is at hand.
+/* Build an ICMP (ICMPv6) error of @type about @skb, which is about to be
+ * dropped: an IPv4 or IPv6 header to the packet's source with the DS field
+ * @dsfield, then the ICMP header and the first @qlen bytes of the packet
+ * from its network header.  @l2: with an Ethernet header whose addresses
+ * are those of @skb swapped, and finished (fastlane_finish()) with the
+ * packet's destination as its source; else the route back gives it its
+ * source address when it is sent.  NULL if no memory is at hand.
  */
-VISIBLE_IF_KUNIT struct sk_buff *fastlane_notification(const struct sk_buff *skb,
-						       u8 dscp, bool l2)
+static struct sk_buff *fastlane_icmp_build(const struct sk_buff *skb,
+					   __be16 proto, unsigned int qlen,
+					   u8 dsfield, u8 type, bool l2)
 {
-	__be16 proto = skb_protocol(skb, true);
-	unsigned int qlen = fastlane_hdrlen(skb, proto), iphlen;
+	unsigned int iphlen;
 	struct sk_buff *nskb;
 	u8 *quote;
 
-	if (!qlen)
-		return NULL;
 	if (l2 && (!skb_mac_header_was_set(skb) ||
 		   skb_mac_header_len(skb) < ETH_HLEN))
 		return NULL;
@@ -184,21 +186,21 @@ VISIBLE_IF_KUNIT struct sk_buff *fastlane_notification(const struct sk_buff *skb
 
 		iph->version = 4;
 		iph->ihl = 5;
-		iph->tos = dscp << 2;
+		iph->tos = dsfield;
 		iph->ttl = IPDEFTTL;
 		iph->protocol = IPPROTO_ICMP;
 		iph->daddr = q->saddr;
-		icmp_hdr(nskb)->type = ICMP_FASTLANE;
+		icmp_hdr(nskb)->type = type;
 	} else {
 		const struct ipv6hdr *q = (const struct ipv6hdr *)quote;
 		struct ipv6hdr *ip6h = ipv6_hdr(nskb);
 
 		ip6h->version = 6;
-		ipv6_change_dsfield(ip6h, 0, dscp << 2);
+		ipv6_change_dsfield(ip6h, 0, dsfield);
 		ip6h->nexthdr = IPPROTO_ICMPV6;
 		ip6h->hop_limit = IPDEFTTL;
 		ip6h->daddr = q->saddr;
-		icmp6_hdr(nskb)->icmp6_type = ICMPV6_FASTLANE;
+		icmp6_hdr(nskb)->icmp6_type = type;
 	}
 	if (l2) {
 		unsigned int maclen = skb_mac_header_len(skb);
@@ -225,10 +227,81 @@ VISIBLE_IF_KUNIT struct sk_buff *fastlane_notification(const struct sk_buff *skb
 			__vlan_hwaccel_put_tag(nskb, skb->vlan_proto,
 					       skb_vlan_tag_get(skb));
 	}
-	nskb->priority = TC_PRIO_CONTROL;
+	return nskb;
+}
+
+/* Build the notification for @skb, which is about to be dropped: the
+ * FastLane ICMP error with the codepoint @dscp (ECN not-ECT), quoting its
+ * IP and TCP headers (fastlane_icmp_build()).  Returns NULL if @skb is not
+ * TCP or no memory is at hand.
+ */
+VISIBLE_IF_KUNIT struct sk_buff *fastlane_notification(const struct sk_buff *skb,
+						       u8 dscp, bool l2)
+{
+	__be16 proto = skb_protocol(skb, true);
+	unsigned int qlen = fastlane_hdrlen(skb, proto);
+	struct sk_buff *nskb;
+
+	if (!qlen)
+		return NULL;
+	nskb = fastlane_icmp_build(skb, proto, qlen, dscp << 2,
+				   proto == htons(ETH_P_IP) ? ICMP_FASTLANE :
+							      ICMPV6_FASTLANE,
+				   l2);
+	if (nskb)
+		nskb->priority = TC_PRIO_CONTROL;
 	return nskb;
 }
 EXPORT_SYMBOL_IF_KUNIT(fastlane_notification);
+
+/* Build the ICMP Source Quench (RFC 792) for @skb, which is about to be
+ * dropped: the paper's baseline (Sec. 2.2.1).  It quotes the IP header and
+ * the first 8 bytes of the datagram's data, and goes at the DSCP (ECN
+ * not-ECT) and priority of the packet it stands for, as data.  NULL for
+ * what no ICMP error may be sent about (RFC 1122, 3.2.2: a non-first
+ * fragment, an ICMP error, a datagram to or from no single host), for
+ * IPv6 (ICMPv6 has no Source Quench) and without memory.
+ */
+VISIBLE_IF_KUNIT struct sk_buff *fastlane_quench(const struct sk_buff *skb,
+						 bool l2)
+{
+	__be16 proto = skb_protocol(skb, true);
+	int nhoff = skb_network_offset(skb);
+	const struct iphdr *iph;
+	struct sk_buff *nskb;
+	struct iphdr _iph;
+	unsigned int qlen;
+
+	if (proto != htons(ETH_P_IP))
+		return NULL;
+	iph = skb_header_pointer(skb, nhoff, sizeof(_iph), &_iph);
+	if (!iph || iph->version != 4 || iph->ihl < 5 ||
+	    (iph->frag_off & htons(IP_OFFSET)) ||
+	    ipv4_is_zeronet(iph->saddr) || ipv4_is_multicast(iph->saddr) ||
+	    ipv4_is_lbcast(iph->saddr) || ipv4_is_multicast(iph->daddr) ||
+	    ipv4_is_lbcast(iph->daddr))
+		return NULL;
+	qlen = min_t(unsigned int, ntohs(iph->tot_len),
+		     iph->ihl * 4 + FASTLANE_QUENCH_DATA);
+	if (qlen < iph->ihl * 4 || nhoff + qlen > skb->len)
+		return NULL;
+	if (iph->protocol == IPPROTO_ICMP) {
+		u8 _type;
+		const u8 *type;
+
+		type = skb_header_pointer(skb, nhoff + iph->ihl * 4,
+					  sizeof(_type), &_type);
+		if (!type || icmp_is_err(*type) || *type == ICMP_FASTLANE)
+			return NULL;
+	}
+	nskb = fastlane_icmp_build(skb, proto, qlen,
+				   iph->tos & ~INET_ECN_MASK,
+				   ICMP_SOURCE_QUENCH, l2);
+	if (nskb)
+		nskb->priority = skb->priority;
+	return nskb;
+}
+EXPORT_SYMBOL_IF_KUNIT(fastlane_quench);
 
 /* Finish the notification @nskb (network header set) with the source
  * address @saddr (a __be32 or a struct in6_addr): its lengths and
@@ -318,7 +391,7 @@ static struct dst_entry *fastlane_route(struct net *net, struct sk_buff *nskb,
 			.flowi4_oif = cb->l3mdev,
 			.flowi4_mark = cb->mark,
 			.flowi4_proto = IPPROTO_ICMP,
-			.fl4_icmp_type = ICMP_FASTLANE,
+			.fl4_icmp_type = icmp_hdr(nskb)->type,
 		};
 		struct rtable *rt = ip_route_output_key(net, &fl4);
 
@@ -438,21 +511,17 @@ static bool fastlane_bridged(const struct net_device *dev,
 	return br && br == netdev_master_upper_dev_get_rcu(in);
 }
 
-/* @skb is dropped: tell its source if it is TCP (a notification is ICMP) */
-static void fastlane_notify(struct Qdisc *sch, struct sk_buff *skb)
+/* Hand @nskb, the ICMP error about the dropped @skb, to the work that
+ * sends it; false if it was dropped instead (and freed).
+ */
+static bool fastlane_handoff(struct Qdisc *sch, const struct sk_buff *skb,
+			     struct sk_buff *nskb, bool l2)
 {
 	struct fastlane_sched_data *q = qdisc_priv(sch);
 	struct net_device *dev = qdisc_dev(sch);
-	bool l2 = fastlane_bridged(dev, skb);
 	struct fastlane_cb *cb;
-	struct sk_buff *nskb;
 	bool admitted;
 
-	nskb = fastlane_notification(skb, q->dscp, l2);
-	if (!nskb) {
-		q->stats.nf_not_tcp++;
-		return;
-	}
 	cb = fastlane_cb(nskb);
 	cb->iif = skb->skb_iif;
 	cb->l2 = l2;
@@ -479,10 +548,35 @@ static void fastlane_notify(struct Qdisc *sch, struct sk_buff *skb)
 	if (!admitted) {
 		q->stats.nf_pending_drops++;
 		kfree_skb(nskb);
+		return false;
+	}
+	queue_work(system_bh_wq, &q->work);
+	return true;
+}
+
+/* @skb is dropped: tell its source, with a notification if it is TCP (a
+ * notification is ICMP), or in mode quench with a Source Quench if it is
+ * IPv4.
+ */
+static void fastlane_notify(struct Qdisc *sch, struct sk_buff *skb)
+{
+	struct fastlane_sched_data *q = qdisc_priv(sch);
+	bool l2 = fastlane_bridged(qdisc_dev(sch), skb);
+	struct sk_buff *nskb;
+
+	if (q->mode == TC_FASTLANE_MODE_QUENCH) {
+		nskb = fastlane_quench(skb, l2);
+		if (!nskb)
+			q->stats.quench_none++;
+		else if (fastlane_handoff(sch, skb, nskb, l2))
+			q->stats.quench_generated++;
 		return;
 	}
-	q->stats.nf_generated++;
-	queue_work(system_bh_wq, &q->work);
+	nskb = fastlane_notification(skb, q->dscp, l2);
+	if (!nskb)
+		q->stats.nf_not_tcp++;
+	else if (fastlane_handoff(sch, skb, nskb, l2))
+		q->stats.nf_generated++;
 }
 
 static int fastlane_enqueue(struct sk_buff *skb, struct Qdisc *sch,
@@ -575,6 +669,7 @@ static const struct nla_policy fastlane_policy[TCA_FASTLANE_MAX + 1] = {
 	[TCA_FASTLANE_NF_RATE]	= { .type = NLA_U64 },
 	[TCA_FASTLANE_DSCP]	= NLA_POLICY_MAX(NLA_U8, 63),
 	[TCA_FASTLANE_CE_THRESHOLD] = { .type = NLA_U32 },
+	[TCA_FASTLANE_MODE]	= NLA_POLICY_MAX(NLA_U8, TC_FASTLANE_MODE_MAX),
 };
 
 /* The rate of the port @sch is the root qdisc of, in bytes/s, from its
@@ -638,7 +733,7 @@ static int fastlane_change(struct Qdisc *sch, struct nlattr *opt,
 	struct nlattr *tb[TCA_FASTLANE_MAX + 1];
 	u32 limit, nf_limit, ce_threshold;
 	u64 rate, nf_rate;
-	u8 dscp;
+	u8 dscp, mode;
 	int err;
 
 	/* tc does not set NLA_F_NESTED on TCA_OPTIONS */
@@ -683,6 +778,8 @@ static int fastlane_change(struct Qdisc *sch, struct nlattr *opt,
 	ce_threshold = tb[TCA_FASTLANE_CE_THRESHOLD] ?
 		       nla_get_u32(tb[TCA_FASTLANE_CE_THRESHOLD]) :
 		       q->ce_threshold;
+	mode = tb[TCA_FASTLANE_MODE] ? nla_get_u8(tb[TCA_FASTLANE_MODE]) :
+				       q->mode;
 
 	if (nf_limit > limit) {
 		NL_SET_ERR_MSG_ATTR(extack, tb[TCA_FASTLANE_NF_LIMIT],
@@ -717,6 +814,7 @@ static int fastlane_change(struct Qdisc *sch, struct nlattr *opt,
 	q->nf_rate = nf_rate;
 	q->dscp = dscp;
 	q->ce_threshold = ce_threshold;
+	q->mode = mode;
 	q->configured = 1;
 	fastlane_trim(sch);
 	sch_tree_unlock(sch);
@@ -765,7 +863,8 @@ static int fastlane_dump(struct Qdisc *sch, struct sk_buff *skb)
 	    nla_put_u64_64bit(skb, TCA_FASTLANE_NF_RATE, q->nf_rate,
 			      TCA_FASTLANE_PAD) ||
 	    nla_put_u8(skb, TCA_FASTLANE_DSCP, q->dscp) ||
-	    nla_put_u32(skb, TCA_FASTLANE_CE_THRESHOLD, q->ce_threshold))
+	    nla_put_u32(skb, TCA_FASTLANE_CE_THRESHOLD, q->ce_threshold) ||
+	    nla_put_u8(skb, TCA_FASTLANE_MODE, q->mode))
 		goto nla_put_failure;
 	return nla_nest_end(skb, opts);
 

@@ -32,6 +32,8 @@
 #define FASTLANE_NF_RATE_PERCENT	1
 /* The codepoint notifications carry unless configured otherwise */
 #define FASTLANE_DEFAULT_DSCP		0x2d
+/* RFC 792: a Source Quench quotes the IP header and 64 bits of the data */
+#define FASTLANE_QUENCH_DATA		8
 
 /* Token bucket of a port's notifications, in bytes.  @rate is in bytes
  * per second (0: no cap), @burst the most it may save up.
@@ -98,6 +100,7 @@ struct sk_buff *fastlane_notification(const struct sk_buff *skb, u8 dscp,
 				      bool l2);
 void fastlane_finish(struct sk_buff *nskb, const void *saddr);
 bool fastlane_is_notification(const struct sk_buff *skb, u8 dscp);
+struct sk_buff *fastlane_quench(const struct sk_buff *skb, bool l2);
 #endif
 
 #endif /* _NET_SCHED_SCH_FASTLANE_H */

@@ -512,7 +512,112 @@ static void fastlane_test_pending_bounded_by_buffer(struct kunit *test)
 	kfree_skb(skb);
 }
 
+/* Mode quench: an RFC 792 Source Quench quoting the IP header and the
+ * first 8 bytes of the datagram, at the packet's DSCP (not-ECT) and
+ * priority, type 4 code 0, not a notification at any port
+ */
+static void fastlane_test_quench_ipv4(struct kunit *test)
+{
+	struct sk_buff *skb = make_pkt(test, false, (10 << 2) | INET_ECN_ECT_0,
+				       IPPROTO_TCP);
+	__be32 router = htonl(0x0a0000fe);
+	struct sk_buff *n;
+	struct iphdr *iph;
+
+	skb->priority = 4;
+	n = fastlane_quench(skb, false);
+	KUNIT_ASSERT_NOT_NULL(test, n);
+	expect_quote(test, n, NF_V4_HDRS, skb, 20 + FASTLANE_QUENCH_DATA);
+	iph = ip_hdr(n);
+	KUNIT_EXPECT_EQ(test, iph->protocol, IPPROTO_ICMP);
+	KUNIT_EXPECT_EQ(test, iph->daddr, ip_hdr(skb)->saddr);
+	KUNIT_EXPECT_EQ(test, iph->tos, 10 << 2);
+	KUNIT_EXPECT_EQ(test, n->priority, 4);
+	KUNIT_EXPECT_EQ(test, icmp_hdr(n)->type, ICMP_SOURCE_QUENCH);
+	KUNIT_EXPECT_EQ(test, icmp_hdr(n)->code, 0);
+	KUNIT_EXPECT_EQ(test, icmp_hdr(n)->un.gateway, 0);
+	fastlane_finish(n, &router);
+	KUNIT_EXPECT_EQ(test, ntohs(iph->tot_len), NF_V4_HDRS + 28);
+	KUNIT_EXPECT_EQ(test, ip_fast_csum(iph, iph->ihl), 0);
+	KUNIT_EXPECT_TRUE(test, nf_csum_ok(n));
+	/* the TCP ports and sequence, nothing more of the segment */
+	KUNIT_EXPECT_EQ(test, memcmp(n->data + NF_V4_HDRS + 20,
+				     skb_transport_header(skb), 8), 0);
+	KUNIT_EXPECT_FALSE(test, fastlane_is_notification(n, NF_DSCP));
+	KUNIT_EXPECT_FALSE(test, fastlane_is_notification(n, 10));
+	/* an ICMP error is never quenched (RFC 1122, 3.2.2) */
+	KUNIT_EXPECT_NULL(test, fastlane_quench(n, false));
+	kfree_skb(n);
+
+	/* bridged: Ethernet addresses swapped, from the packet's destination */
+	n = fastlane_quench(skb, true);
+	KUNIT_ASSERT_NOT_NULL(test, n);
+	KUNIT_EXPECT_EQ(test, n->len, ETH_HLEN + NF_V4_HDRS + 28);
+	KUNIT_EXPECT_TRUE(test, ether_addr_equal(eth_hdr(n)->h_dest, mac_a));
+	KUNIT_EXPECT_EQ(test, ip_hdr(n)->saddr, ip_hdr(skb)->daddr);
+	KUNIT_EXPECT_TRUE(test, nf_csum_ok(n));
+	kfree_skb(n);
+	kfree_skb(skb);
+
+	/* any IPv4 datagram, not only TCP */
+	skb = make_pkt(test, false, 0, IPPROTO_UDP);
+	n = fastlane_quench(skb, false);
+	KUNIT_ASSERT_NOT_NULL(test, n);
+	expect_quote(test, n, NF_V4_HDRS, skb, 28);
+	kfree_skb(n);
+	kfree_skb(skb);
+}
+
+/* What no Source Quench is made of: IPv6 (ICMPv6 has none), non-first
+ * fragments, ICMP errors (FastLane's included), broadcast and multicast,
+ * a truncated header; a short datagram is quoted as far as it goes
+ */
+static void fastlane_test_quench_refuses(struct kunit *test)
+{
+	struct sk_buff *skb, *n;
+
+	skb = make_pkt(test, true, 0, IPPROTO_TCP);
+	KUNIT_EXPECT_NULL(test, fastlane_quench(skb, false));
+	kfree_skb(skb);
+
+	skb = make_pkt(test, false, 0, IPPROTO_TCP);
+	ip_hdr(skb)->frag_off = htons(IP_MF | 185);
+	KUNIT_EXPECT_NULL(test, fastlane_quench(skb, false));
+	ip_hdr(skb)->frag_off = htons(IP_MF);
+	n = fastlane_quench(skb, false);
+	KUNIT_EXPECT_NOT_NULL(test, n);
+	kfree_skb(n);
+	ip_hdr(skb)->frag_off = 0;
+	n = fastlane_notification(skb, NF_DSCP, false);
+	KUNIT_ASSERT_NOT_NULL(test, n);
+	KUNIT_EXPECT_NULL(test, fastlane_quench(n, false));
+	kfree_skb(n);
+	ip_hdr(skb)->daddr = htonl(0xe0000001);
+	KUNIT_EXPECT_NULL(test, fastlane_quench(skb, false));
+	ip_hdr(skb)->daddr = htonl(0xffffffff);
+	KUNIT_EXPECT_NULL(test, fastlane_quench(skb, false));
+	ip_hdr(skb)->daddr = htonl(0x0a000102);
+	ip_hdr(skb)->saddr = 0;
+	KUNIT_EXPECT_NULL(test, fastlane_quench(skb, false));
+	ip_hdr(skb)->saddr = htonl(0x0a000001);
+	/* 4 bytes of data: quoted as they are */
+	ip_hdr(skb)->tot_len = htons(24);
+	n = fastlane_quench(skb, false);
+	KUNIT_ASSERT_NOT_NULL(test, n);
+	KUNIT_EXPECT_EQ(test, n->len, NF_V4_HDRS + 24);
+	kfree_skb(n);
+	/* an IP length below the header's, or a packet shorter than it */
+	ip_hdr(skb)->tot_len = htons(16);
+	KUNIT_EXPECT_NULL(test, fastlane_quench(skb, false));
+	ip_hdr(skb)->tot_len = htons(1500);
+	skb_trim(skb, ETH_HLEN + 24);
+	KUNIT_EXPECT_NULL(test, fastlane_quench(skb, false));
+	kfree_skb(skb);
+}
+
 static struct kunit_case fastlane_cases[] = {
+	KUNIT_CASE(fastlane_test_quench_ipv4),
+	KUNIT_CASE(fastlane_test_quench_refuses),
 	KUNIT_CASE(fastlane_test_pending_bounded_by_buffer),
 	KUNIT_CASE(fastlane_test_ipv4_routed),
 	KUNIT_CASE(fastlane_test_ipv4_bridged),

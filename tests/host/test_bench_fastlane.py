@@ -154,3 +154,49 @@ def test_incast_reports_the_notification_hand_off():
         fastlane.report(res, [], d)
         text = open(os.path.join(d, "report.md")).read()
     assert "| 81 / 3 |" in text and "hand-off max / drops" in text
+
+
+def test_quench_cell_configuration():
+    """the paper's Source Quench baseline: fastlane ports in mode quench
+    (no other option differs from FastLane's), hosts with
+    net.ipv4.tcp_source_quench on and FastLane off; no other scheme acts on
+    Source Quench or runs its ports in that mode"""
+    assert "tcp-quench" in fastlane.SCHEMES
+    assert fastlane.SCHEMES.index("tcp-quench") < fastlane.SCHEMES.index("tcp-fastlane")
+    q = fastlane.port_qdisc("tcp-quench", 200)
+    assert q == f"fastlane limit {fastlane.BUFFER} rate 200mbit mode quench"
+    assert fastlane.port_qdisc("tcp-fastlane", 200) + " mode quench" == q
+    assert fastlane.port_qdisc("tcp", 200) is None and fastlane.port_qdisc("dctcp", 200) is None
+    assert fastlane.host_sysctls("tcp-quench") == {"net.ipv4.tcp_fastlane": 0, "net.ipv4.tcp_source_quench": 1,
+                                                   "net.ipv4.tcp_ecn": 2}
+    for s in fastlane.SCHEMES:
+        if s != "tcp-quench":
+            assert fastlane.host_sysctls(s)["net.ipv4.tcp_source_quench"] == 0, s
+            assert "quench" not in (fastlane.port_qdisc(s, 200) or ""), s
+    assert fastlane.host_sysctls("tcp-fastlane")["net.ipv4.tcp_fastlane"] == 1
+
+
+def test_quench_cell_in_results_and_report(tmp_path):
+    """the quench cell's quenches (ports) and those acted on (hosts), in
+    results.json and report.md, and FastLane's reduction against it"""
+    raw = raw_doc()
+    for c in raw["pa"] + raw["incast"]:
+        if c["scheme"] == "tcp-quench":
+            for p in c["ports"]:
+                c["ports"][p] = dict(c["ports"][p], kind="fastlane", quench_generated=7, quench_none=1)
+            c["netstat"]["TCPSourceQuench"] = 5
+    res = fastlane.analyse(raw)
+    row = next(r for r in res["pa"] if r["scheme"] == "tcp-quench")
+    assert (row["quench_generated"], row["quench_none"], row["quench_acted"]) == (14, 2, 5)
+    assert row["nf_generated"] == 0
+    tcp = next(r for r in res["pa"] if r["scheme"] == "tcp")
+    assert (tcp["quench_generated"], tcp["quench_acted"]) == (0, 0)
+    red = {(r["scheme"], r["against"]): r for r in res["reductions"]}
+    assert red[("tcp-fastlane", "tcp-quench")]["p999_reduction"] == pytest.approx(0.9, abs=0.01)
+    fastlane.report(res, [], str(tmp_path))
+    text = (tmp_path / "report.md").read_text()
+    assert "| 40% | tcp-quench |" in text
+    assert "| tcp-fastlane | tcp-quench | 40% | 90% |" in text
+    # drops, quenches sent, drops without one, acted on, RTOs
+    assert "| 40% | 14 | 14 | 2 | 5 | 3 |" in text
+    assert "| 8 | 7 | 7 | 1 | 5 | 1 |" in text
