@@ -151,6 +151,8 @@ SETTINGS = [
       "guest"),
     S("DCNET_REQUIRE_OVS", "bool", False, "fail the Presto guest tests when Open vSwitch is "
       "missing, instead of skipping them", "guest"),
+    S("DCNET_OVS_KMOD", "bool", False, "run Open vSwitch's kernel-datapath testsuite (keyword "
+      "flowcell) in the guest, tests/guest/test_ovs_kmod.py: 6 min or more in a TCG guest", "guest"),
     S("DCNET_D2TCP_V6", "bool", True, "run the D2TCP guest tests over IPv6 too", "guest"),
     S("DCNET_KSRC", "path", None, "a kernel source tree for the tdc tests (default: the "
       "newest under ~/.cache/dcnet)", "guest"),
