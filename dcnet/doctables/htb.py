@@ -12,6 +12,7 @@ import os
 import re
 
 from dcnet.doctables import RESULTS, load_json, md_table, table
+from dcnet.samples import median
 
 CLAIM = "htb-tables"
 
@@ -247,8 +248,7 @@ RED_TABLE_SCHEMES = (("ce", "HTB `ecn_mode ce`", "ecn_ce_marked"),
 def _med_rng(vals, fmt):
     """"median (lo-hi)" of VALS, each formatted by FMT"""
     vals = sorted(vals)
-    n = len(vals)
-    med = vals[n // 2] if n % 2 else (vals[n // 2 - 1] + vals[n // 2]) / 2.0
+    med = median(vals)
     if vals[0] == vals[-1]:
         return fmt(med)
     return "%s (%s-%s)" % (fmt(med), fmt(vals[0]), fmt(vals[-1]))
